@@ -1,0 +1,47 @@
+# Hermes Web — everything installs into .venv from requirements.txt.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-requirements
+
+.PHONY: install run serve test lint format worker beat bench migrate clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+## make run: the whole site on this machine (SQLite + embedded Valkey + Celery worker)
+run: migrate
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py ensure_admin
+	$(PY) manage.py serve
+
+## make test: the whole test suite (uses DATABASE_URL / REDIS_URL when set)
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+## make worker: a Celery worker for a team deployment (needs REDIS_URL)
+worker: install
+	@test -n "$$REDIS_URL" || (echo "make worker needs REDIS_URL (make run starts its own worker)"; exit 2)
+	$(VENV)/bin/celery -A hermes_site worker --loglevel INFO
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf var/test_* .pytest_cache

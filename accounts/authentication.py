@@ -1,0 +1,31 @@
+"""DRF authentication with personal API tokens: `Authorization: Bearer <key>`."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from .models import ApiToken
+
+
+class ApiTokenAuthentication(authentication.BaseAuthentication):
+    keywords = ("bearer", "token")
+
+    def authenticate(self, request):  # type: ignore[no-untyped-def]
+        header = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not header or header[0].lower() not in self.keywords:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Malformed Authorization header.")
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(key_hash=ApiToken.hash_key(header[1]))
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+        return "Bearer"

@@ -1,0 +1,64 @@
+"""Per-user settings and personal API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Profile(models.Model):
+    """What a person sets for their own agent. Created on first access (see services)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hermes_profile"
+    )
+    identity = models.TextField(
+        blank=True, default="", help_text="Replaces the deployment's default agent identity."
+    )
+    custom_instructions = models.TextField(blank=True, default="")
+    memory_enabled = models.BooleanField(default=True)
+    memory_write_approval = models.BooleanField(
+        default=False, help_text="Agent memory writes wait for your approval."
+    )
+    memory_char_limit = models.PositiveIntegerField(null=True, blank=True)
+    user_char_limit = models.PositiveIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Profile of {self.user}"
+
+
+class ApiToken(models.Model):
+    """A personal token for the REST API. Only a hash is stored; the key is shown once."""
+
+    PREFIX_LEN = 8
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=PREFIX_LEN)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="apitoken_unique_name_per_user"),
+            models.CheckConstraint(condition=~Q(name=""), name="apitoken_name_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+    @staticmethod
+    def generate_key() -> str:
+        return "hw_" + secrets.token_urlsafe(32)

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
+    path("signup/", views.signup, name="signup"),
+    path("", views.account, name="account"),
+    path("tokens/", views.token_create, name="token_create"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),
+]

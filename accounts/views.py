@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from hermes_site.exceptions import ServiceError
+
+from . import services
+from .forms import ProfileForm, SignupForm, TokenCreateForm
+
+
+@login_required
+def account(request: HttpRequest) -> HttpResponse:
+    profile = services.profile_get(user=request.user)
+    form = ProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Settings saved.")
+        return redirect("account")
+    return render(
+        request,
+        "accounts/account.html",
+        {
+            "form": form,
+            "token_form": TokenCreateForm(),
+            "tokens": request.user.api_tokens.all(),
+            "new_token": request.session.pop("new_api_token", None),
+        },
+    )
+
+
+@login_required
+@require_POST
+def token_create(request: HttpRequest) -> HttpResponse:
+    form = TokenCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            _token, key = services.api_token_create(
+                user=request.user, name=form.cleaned_data["name"]
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            # Shown once on the next page, then gone from the session.
+            request.session["new_api_token"] = key
+    else:
+        messages.error(request, "Give the token a name (at most 100 characters).")
+    return redirect("account")
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    try:
+        services.api_token_revoke(user=request.user, token_id=token_id)
+    except ServiceError:
+        raise Http404 from None
+    messages.success(request, "Token revoked.")
+    return redirect("account")
+
+
+def signup(request: HttpRequest) -> HttpResponse:
+    if not settings.HERMES_ALLOW_SIGNUP:
+        raise Http404
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("dashboard")
+    return render(request, "registration/signup.html", {"form": form})

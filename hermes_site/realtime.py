@@ -1,0 +1,37 @@
+"""Publishing events to a user's open browser tabs through the channel layer.
+
+Every socket of a user joins the user's group; every socket that follows a conversation
+joins that conversation's group. Producers (the turn runner, Celery tasks) publish here
+and never talk to sockets directly, so they work from any process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+def session_group(session_id: str) -> str:
+    return f"session.{session_id}"
+
+
+async def apublish(group: str, event: dict[str, Any]) -> None:
+    """Send `event` (a websocket message body) to every socket in `group`."""
+    layer = get_channel_layer()
+    await layer.group_send(group, {"type": "client.event", "event": event})
+
+
+def publish(group: str, event: dict[str, Any]) -> None:
+    async_to_sync(apublish)(group, event)
+
+
+def notice_to_user(*, user_id: int, kind: str, text: str, session_id: str | None = None) -> None:
+    publish(
+        user_group(user_id), {"type": "notice", "session": session_id, "kind": kind, "text": text}
+    )

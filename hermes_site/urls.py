@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from sessions_app import views as session_views
+
+from .health import healthz
+
+admin.site.site_header = "Hermes Web administration"
+admin.site.site_title = "Hermes Web"
+
+urlpatterns = [
+    path("", session_views.dashboard, name="dashboard"),
+    path("healthz", healthz, name="healthz"),
+    path("accounts/", include("accounts.urls")),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/", include("hermes_site.api_urls")),
+]

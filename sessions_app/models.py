@@ -1,0 +1,176 @@
+"""Conversations and their messages, mirroring the `sessions`/`messages` tables of Hermes'
+state.db so that data can move both ways (export to and import from a Hermes home)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+def new_session_id() -> str:
+    """Hermes' session id format: `YYYYMMDD_HHMMSS_<6 hex>` (UTC)."""
+    now = datetime.now(UTC)
+    return f"{now:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+
+
+class SystemPrompt(models.Model):
+    """A frozen system prompt, stored once per distinct text (Hermes' `system_prompts`).
+
+    Many sessions of one user start from the same prompt; deduplicating by sha256 keeps
+    the table small and lets the inspector show which sessions shared a prompt.
+    """
+
+    hash = models.CharField(max_length=64, primary_key=True)
+    prompt = models.TextField()
+
+    def __str__(self) -> str:
+        return self.hash[:12]
+
+    @staticmethod
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Session(models.Model):
+    class EndReason(models.TextChoices):
+        COMPRESSION = "compression", "Compressed into a continuation"
+        USER = "user", "Ended by the user"
+        DELETED = "deleted", "Deleted"
+        EXPIRED = "expired", "Expired"
+
+    class TitleSource(models.TextChoices):
+        DERIVED = "derived", "Derived from the first message"
+        LLM = "llm", "Written by the model"
+        USER = "user", "Set by the user"
+
+    id = models.CharField(max_length=32, primary_key=True, default=new_session_id, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    source = models.CharField(max_length=32, default="web")
+    model = models.CharField(max_length=200, blank=True, default="")
+    model_config = models.JSONField(default=dict, blank=True)
+    system_prompt = models.ForeignKey(
+        SystemPrompt, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions"
+    )
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=32, choices=EndReason.choices, blank=True, default="")
+    message_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    api_call_count = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    reasoning_tokens = models.PositiveBigIntegerField(default=0)
+    estimated_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    title = models.CharField(max_length=100, null=True, blank=True)
+    title_source = models.CharField(
+        max_length=16, choices=TitleSource.choices, blank=True, default=""
+    )
+    last_activity_at = models.DateTimeField(default=timezone.now)
+    archived = models.BooleanField(default=False)
+    pinned = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-last_activity_at"]
+        indexes = [
+            models.Index(fields=["parent"], name="session_parent_idx"),
+            models.Index(fields=["-started_at"], name="session_started_desc_idx"),
+            models.Index(fields=["owner", "-last_activity_at"], name="session_owner_activity_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "title"],
+                condition=Q(title__isnull=False),
+                name="session_unique_title_per_owner",
+            ),
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),
+                name="session_ends_after_start",
+            ),
+            models.CheckConstraint(
+                condition=~Q(parent=models.F("id")), name="session_not_own_parent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        SYSTEM = "system", "System"
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    class Status(models.TextChoices):
+        STREAMING = "streaming", "Streaming"
+        COMPLETE = "complete", "Complete"
+        INTERRUPTED = "interrupted", "Interrupted"
+        FAILED = "failed", "Failed"
+
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True, default="")
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_name = models.CharField(max_length=200, blank=True, default="")
+    timestamp = models.DateTimeField(default=timezone.now)
+    token_count = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True, default="")
+    reasoning = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, blank=True, default="")
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["session", "timestamp"], name="message_session_time_idx"),
+            models.Index(fields=["session", "id"], name="message_session_id_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role__in=["system", "user", "assistant", "tool"]),
+                name="message_role_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="")
+                | Q(
+                    role="assistant", status__in=["streaming", "complete", "interrupted", "failed"]
+                ),
+                name="message_status_only_for_assistant",
+            ),
+            models.CheckConstraint(
+                condition=~Q(role="tool") | ~Q(tool_call_id=""),
+                name="message_tool_has_call_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class StateMeta(models.Model):
+    """Key/value facts about the store itself (Hermes' `state_meta`)."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    value = models.TextField(blank=True, default="")
+
+    class Meta:
+        verbose_name = "state meta entry"
+        verbose_name_plural = "state meta"
+
+    def __str__(self) -> str:
+        return self.key

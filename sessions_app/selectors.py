@@ -1,0 +1,64 @@
+"""Reads of conversations and messages, always scoped to one owner inside the SQL."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
+
+Index = Literal["words", "trigram"]
+
+# (vendor, index) → SQL taking (query, owner id, limit). The owner filter is part of the
+# statement, never applied to the results afterwards.
+_MATCH_SQL = {
+    ("sqlite", "words"): """
+        SELECT m.id FROM messages_fts f
+        JOIN sessions_app_message m ON m.id = f.rowid
+        JOIN sessions_app_session s ON s.id = m.session_id
+        WHERE messages_fts MATCH %(q)s AND s.owner_id = %(owner)s
+        ORDER BY f.rank LIMIT %(limit)s""",
+    ("sqlite", "trigram"): """
+        SELECT m.id FROM messages_fts_trigram f
+        JOIN sessions_app_message m ON m.id = f.rowid
+        JOIN sessions_app_session s ON s.id = m.session_id
+        WHERE messages_fts_trigram MATCH %(q)s AND s.owner_id = %(owner)s
+        ORDER BY f.rank LIMIT %(limit)s""",
+    ("postgresql", "words"): """
+        SELECT m.id FROM sessions_app_message m
+        JOIN sessions_app_session s ON s.id = m.session_id
+        WHERE m.search_vector @@ websearch_to_tsquery('simple', %(q)s)
+          AND s.owner_id = %(owner)s
+        ORDER BY ts_rank(m.search_vector, websearch_to_tsquery('simple', %(q)s)) DESC
+        LIMIT %(limit)s""",
+    ("postgresql", "trigram"): r"""
+        SELECT m.id FROM sessions_app_message m
+        JOIN sessions_app_session s ON s.id = m.session_id
+        WHERE m.role <> 'tool' AND m.content ILIKE %(like)s ESCAPE '\'
+          AND s.owner_id = %(owner)s
+        ORDER BY m.id DESC LIMIT %(limit)s""",
+}
+
+
+def escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def message_ids_matching(
+    *, owner: AbstractBaseUser, fts_query: str, index: Index = "words", limit: int = 50
+) -> list[int]:
+    """Ids of the owner's messages that a full-text index matches, best first.
+
+    `fts_query` must already be sanitised (the search service does that); this is the raw
+    index access, shared by search and by the tests that prove the indexes stay in sync.
+    """
+    sql = _MATCH_SQL[(connection.vendor, index)]
+    params = {
+        "q": fts_query,
+        "like": f"%{escape_like(fts_query)}%",
+        "owner": owner.pk,
+        "limit": limit,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [row[0] for row in cursor.fetchall()]

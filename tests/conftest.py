@@ -1,0 +1,209 @@
+"""Shared fixtures: named personas, a real Redis (the machine's or an embedded Valkey), and
+a real Celery worker process.
+
+The database is whatever DATABASE_URL says (a SQLite file by default, PostgreSQL in CI's
+second run); nothing here mocks it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from hermes_site.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct horse battery staple"
+# Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
+# machine's Redis never see each other's messages.
+RUN_ID = f"test{os.getpid()}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tasks_run_inline() -> Iterator[None]:
+    # Unit tests run tasks inline; tests that need the real worker use `celery_worker`.
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
+def make_user(username: str, *, staff: bool = False, superuser: bool = False):  # type: ignore[no-untyped-def]
+    User = get_user_model()
+    if superuser:
+        return User.objects.create_superuser(username=username, password=PASSWORD, email="")
+    return User.objects.create_user(username=username, password=PASSWORD, is_staff=staff)
+
+
+@pytest.fixture
+def owner(db):  # type: ignore[no-untyped-def]
+    """The person whose data a test is about."""
+    return make_user("olivia")
+
+
+@pytest.fixture
+def outsider(db):  # type: ignore[no-untyped-def]
+    """Another member of the team who must never see the owner's data."""
+    return make_user("oscar")
+
+
+@pytest.fixture
+def staff_member(db):  # type: ignore[no-untyped-def]
+    """A staff user (admin access) who is not a superuser."""
+    return make_user("stella", staff=True)
+
+
+@pytest.fixture
+def superuser(db):  # type: ignore[no-untyped-def]
+    return make_user("root", superuser=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The machine's Redis when REDIS_URL is set (CI's second run), else an embedded Valkey."""
+    if settings.REDIS_URL:
+        yield settings.REDIS_URL
+        return
+    from hermes_site.embedded import start_valkey
+
+    # Short path: unix socket paths are limited to ~108 bytes.
+    directory = Path(tmp_path_factory.mktemp("valkey"))
+    server, url = start_valkey(directory)
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_channel_layer(redis_url, settings):  # type: ignore[no-untyped-def]
+    """Route the channel layer through real Redis/Valkey for this test."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": RUN_ID},
+        }
+    }
+    return redis_url
+
+
+def database_url_for_subprocess() -> str:
+    """A DATABASE_URL that points a child process at the test database."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    user = s.get("USER") or ""
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    host = s.get("HOST") or "127.0.0.1"
+    port = s.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{s['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"DATABASE_URL": database_url_for_subprocess(), "PYTHONUNBUFFERED": "1"})
+    env.pop("HERMES_CELERY_EAGER", None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-untyped-def]
+    """A real `celery worker` process on the test database and a real broker.
+
+    Yields the broker URL; send tasks with `send_to_worker(...)`.
+    """
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "hermes_site",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--pool",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-Q",
+                RUN_ID,
+                "-n",
+                f"{RUN_ID}@%h",
+            ],
+            cwd=ROOT,
+            env=subprocess_env(
+                REDIS_URL=redis_url, HERMES_CELERY_EAGER="0", HERMES_CHANNEL_PREFIX=RUN_ID
+            ),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            lambda: b"ready." in log.read_bytes() or proc.poll() is not None,
+            timeout=60,
+            what="the Celery worker to start",
+        )
+        assert proc.poll() is None, log.read_text()
+        yield WorkerHandle(redis_url=redis_url, queue=RUN_ID, log=log)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+class WorkerHandle:
+    def __init__(self, *, redis_url: str, queue: str, log: Path) -> None:
+        from hermes_site.settings import _celery_redis_url
+
+        self.broker_url = _celery_redis_url(redis_url)
+        self.queue = queue
+        self.log = log
+
+    def send(self, task_name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """Publish a task to the worker through the real broker (never inline)."""
+        with celery_app.connection_for_write(self.broker_url) as conn, warnings.catch_warnings():
+            # send_task always publishes; the eager-mode warning does not apply here.
+            warnings.simplefilter("ignore")
+            return celery_app.send_task(
+                task_name, args=args, kwargs=kwargs, connection=conn, queue=self.queue
+            )

@@ -1,0 +1,127 @@
+"""`manage.py serve` (what `make run` ends with): embedded Valkey, ASGI server and worker
+start together, serve pages and /healthz, and all stop on Ctrl-C with nothing left behind."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PASSWORD, ROOT, free_port, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_serve_runs_everything_and_ctrl_c_stops_it_all(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(
+        HERMES_VAR_DIR=str(tmp_path / "var"),
+        HERMES_ADMIN_PASSWORD=PASSWORD,
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("HERMES_CELERY_EAGER", None)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    for step in (["migrate", "--noinput"], ["ensure_admin"]):
+        subprocess.run(
+            manage + step, env=env, cwd=ROOT, check=True, capture_output=True, timeout=120
+        )
+
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        manage + ["serve", "--port", str(port), "--worker-concurrency", "1"],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def healthy():  # type: ignore[no-untyped-def]
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as r:
+                    return json.load(r)
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+                return None
+
+        health = wait_for(healthy, timeout=90, interval=0.5, what="/healthz")
+        assert health["status"] == "ok"
+        assert health["components"]["channel_layer"]["detail"] == "RedisChannelLayer"
+        assert "eager" not in health["components"]["broker"]["detail"]
+        wait_for(
+            lambda: b"ready." in (tmp_path / "serve.log").read_bytes(),
+            timeout=60,
+            what="the Celery worker",
+        )
+
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = opener.open(f"{base}/accounts/login/", timeout=10).read().decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        data = urllib.parse.urlencode(
+            {"username": "admin", "password": PASSWORD, "csrfmiddlewaretoken": token}
+        ).encode()
+        request = urllib.request.Request(
+            f"{base}/accounts/login/", data=data, headers={"Referer": f"{base}/accounts/login/"}
+        )
+        dashboard = opener.open(request, timeout=10)
+        assert dashboard.geturl() == f"{base}/"
+        assert "Welcome, admin" in dashboard.read().decode()
+        admin_page = opener.open(f"{base}/admin/", timeout=10).read().decode()
+        assert "Site administration" in admin_page
+
+        family = descendants(proc.pid)
+        assert len(family) >= 3  # valkey, daphne, celery (+ its pool)
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            log.close()
+    assert code == 0, (tmp_path / "serve.log").read_text()
+    leftovers = [pid for pid in family if alive(pid)]
+    assert leftovers == [], f"processes left behind: {leftovers}"

@@ -1,0 +1,111 @@
+"""The websocket handshake checks Origin and login; background tasks reach open sockets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from hermes_site.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def session_cookie(user) -> bytes:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(headers):  # type: ignore[no-untyped-def]
+    communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
+    connected, _ = await communicator.connect()
+    return communicator, connected
+
+
+def test_foreign_origin_is_refused_even_with_a_valid_login(owner):
+    cookie = session_cookie(owner)
+
+    async def run():  # type: ignore[no-untyped-def]
+        communicator, connected = await connect(
+            [(b"origin", b"http://evil.example"), (b"cookie", cookie), (b"host", b"127.0.0.1")]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is False
+
+
+def test_missing_origin_is_refused(owner):
+    cookie = session_cookie(owner)
+
+    async def run():  # type: ignore[no-untyped-def]
+        communicator, connected = await connect([(b"cookie", cookie)])
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is False
+
+
+def test_anonymous_handshake_is_refused():
+    async def run():  # type: ignore[no-untyped-def]
+        communicator, connected = await connect([(b"origin", b"http://127.0.0.1:8000")])
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is False
+
+
+def test_logged_in_same_origin_handshake_is_accepted(owner):
+    cookie = session_cookie(owner)
+
+    async def run():  # type: ignore[no-untyped-def]
+        communicator, connected = await connect(
+            [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is True
+
+
+@pytest.mark.slow
+def test_task_run_by_a_real_worker_reaches_the_open_socket(
+    owner, outsider, redis_channel_layer, celery_worker
+):
+    """A Celery worker process publishes through Redis/Valkey; the socket receives it.
+
+    Runs against the embedded Valkey by default and the machine's Redis when REDIS_URL is
+    set, so both paths are exercised by CI's two runs.
+    """
+    owner_cookie = session_cookie(owner)
+    outsider_cookie = session_cookie(outsider)
+
+    async def run():  # type: ignore[no-untyped-def]
+        origin = (b"origin", b"http://127.0.0.1:8000")
+        mine, ok1 = await connect([origin, (b"cookie", owner_cookie)])
+        theirs, ok2 = await connect([origin, (b"cookie", outsider_cookie)])
+        assert ok1 and ok2
+        await asyncio.to_thread(
+            celery_worker.send,
+            "hermes_site.deliver_notice",
+            owner.pk,
+            "memory_saved",
+            "Memory updated",
+        )
+        event = await mine.receive_json_from(timeout=20)
+        leaked = await theirs.receive_nothing(timeout=0.5)
+        await mine.disconnect()
+        await theirs.disconnect()
+        return event, leaked
+
+    event, nothing_for_outsider = asyncio.run(run())
+    assert event == {
+        "type": "notice",
+        "session": None,
+        "kind": "memory_saved",
+        "text": "Memory updated",
+    }
+    assert nothing_for_outsider
