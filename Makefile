@@ -40,6 +40,23 @@ worker: install
 	@test -n "$$REDIS_URL" || (echo "make worker needs REDIS_URL (make run starts its own worker)"; exit 2)
 	$(VENV)/bin/celery -A hermes_site worker --loglevel INFO
 
+## make serve: one production ASGI process (daphne) for a team deployment behind a reverse
+## proxy, on HERMES_HOST:HERMES_PORT (default 127.0.0.1:8000). Start several on different
+## ports (deploy/systemd/hermes-asgi@.service). X-Forwarded-* headers are believed only
+## from HERMES_TRUSTED_PROXIES (hermes_site/asgi_proxy.py), so daphne's --proxy-headers
+## (which believes anyone) stays off.
+serve: install
+	@test -n "$$REDIS_URL" || (echo "make serve needs REDIS_URL: the channel layer all ASGI processes share"; exit 2)
+	exec $(VENV)/bin/daphne --bind "$${HERMES_HOST:-127.0.0.1}" --port "$${HERMES_PORT:-8000}" \
+		--verbosity 0 --websocket_timeout 86400 --websocket_connect_timeout 10 \
+		--ping-interval 20 --ping-timeout 30 --websocket-max-message-size 1048576 \
+		--application-close-timeout 10 hermes_site.asgi_proxy:application
+
+## make beat: the periodic-task scheduler (exactly one per deployment; needs REDIS_URL)
+beat: install
+	@test -n "$$REDIS_URL" || (echo "make beat needs REDIS_URL"; exit 2)
+	exec $(VENV)/bin/celery -A hermes_site beat --loglevel INFO
+
 bench: install
 	$(PY) -m bench
 

@@ -4,7 +4,7 @@ from django.contrib import admin
 
 from hermes_site.admin_base import OwnedModelAdmin
 
-from .models import ApiToken, Profile
+from .models import ApiToken, LoginThrottle, Membership, Profile
 
 
 @admin.register(Profile)
@@ -26,3 +26,50 @@ class ApiTokenAdmin(OwnedModelAdmin):
     def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
         # Keys are shown once, on the account page; the admin cannot display them.
         return False
+
+
+@admin.register(Membership)
+class MembershipAdmin(OwnedModelAdmin):
+    """Roles and quotas are the team admins' (the Team page); staff may look at their own
+    row but only superusers change it here, or staff could raise their own quota or role."""
+
+    owner_field = "user"
+    list_display = ("user", "role", "daily_message_limit", "daily_token_limit", "updated_at")
+    list_filter = ("role",)
+    readonly_fields = ("invited_by", "created_at", "updated_at")
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return request.user.is_active and request.user.is_superuser
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return request.user.is_active and request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return request.user.is_active and request.user.is_superuser
+
+
+@admin.register(LoginThrottle)
+class LoginThrottleAdmin(OwnedModelAdmin):
+    """Lockouts belong to no user (keys are hashes); superusers may lift one by deleting it."""
+
+    list_display = ("key", "attempts", "window_started_at", "locked_until")
+    readonly_fields = ("key", "attempts", "window_started_at", "locked_until")
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        qs = admin.ModelAdmin.get_queryset(self, request)
+        return qs if request.user.is_superuser else qs.none()
+
+    def has_view_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        # Staff get an empty list (get_queryset); a row by id is superusers' only.
+        if obj is not None:
+            return request.user.is_active and request.user.is_superuser
+        return self._is_staff(request)
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return request.user.is_active and request.user.is_superuser

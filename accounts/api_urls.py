@@ -6,4 +6,12 @@ from . import apis
 
 urlpatterns = [
     path("me/", apis.MeApi.as_view(), name="api-me"),
+    path("me/export/", apis.MeExportApi.as_view(), name="api-me-export"),
+    path("me/exports/", apis.MeExportJobsApi.as_view(), name="api-me-exports"),
+    path("me/exports/<int:job_id>/", apis.MeExportJobApi.as_view(), name="api-me-export-job"),
+    path(
+        "me/exports/<int:job_id>/download/",
+        apis.MeExportDownloadApi.as_view(),
+        name="api-me-export-download",
+    ),
 ]

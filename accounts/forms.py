@@ -28,3 +28,24 @@ class TokenCreateForm(forms.Form):
 
 class SignupForm(UserCreationForm):
     pass
+
+
+class MemberCreateForm(forms.Form):
+    username = forms.CharField(max_length=150, label="Username")
+    email = forms.EmailField(required=False, label="Email (optional)")
+    role = forms.ChoiceField(
+        choices=[("member", "Member"), ("admin", "Admin — manages the team")],
+        initial="member",
+        label="Role",
+    )
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(
+        choices=[("member", "Member"), ("admin", "Admin — manages the team")], label="Role"
+    )
+
+
+class MemberQuotaForm(forms.Form):
+    daily_message_limit = forms.IntegerField(min_value=0, required=False, label="Messages per day")
+    daily_token_limit = forms.IntegerField(min_value=0, required=False, label="Tokens per day")

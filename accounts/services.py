@@ -1,16 +1,28 @@
-"""Account operations: profiles, API tokens, first admin."""
+"""Account operations: profiles, API tokens, first admin, the team (roles, invitations,
+deactivation, password resets, quotas) and the daily quota check of chat turns."""
 
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
-from hermes_site.exceptions import ServiceError
+from hermes_site.exceptions import NotFound, ServiceError
 
-from .models import ApiToken, Profile
+from . import selectors
+from .models import ApiToken, Membership, Profile
 
 
 def profile_get(*, user: AbstractBaseUser) -> Profile:
@@ -58,3 +70,197 @@ def admin_ensure(*, username: str, password: str | None) -> tuple[bool, str | No
         password = generated = secrets.token_urlsafe(12)
     User.objects.create_superuser(username=username, email="", password=password)
     return True, generated
+
+
+# --- Quotas -----------------------------------------------------------------------------
+
+
+def _until(moment: datetime, now: datetime) -> str:
+    minutes = max(1, round((moment - now).total_seconds() / 60))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def quota_check(*, user: AbstractBaseUser) -> None:
+    """Refuse a chat turn once the user's daily message or token quota is used up.
+
+    Counted from saved messages, so it holds across processes; two turns started at the
+    same instant may both pass at the edge, which a daily budget can afford.
+    """
+    quota = selectors.quota_for(user=user)
+    if not quota.messages and not quota.tokens:
+        return
+    now = timezone.now()
+    start, resets_at = selectors.day_bounds(now)
+    used = selectors.usage_since(user=user, since=start)
+    local_reset = timezone.localtime(resets_at)
+    when = f"{local_reset:%H:%M} {local_reset.tzname()} (in {_until(resets_at, now)})"
+    if quota.messages and used.messages >= quota.messages:
+        raise ServiceError(
+            "quota_exceeded",
+            f"You have sent {used.messages:,} messages today; your daily limit is "
+            f"{quota.messages:,}. It resets at {when}.",
+            status=429,
+            limit=quota.messages,
+            used=used.messages,
+            resets_at=resets_at.isoformat(),
+        )
+    if quota.tokens and used.tokens >= quota.tokens:
+        raise ServiceError(
+            "quota_exceeded",
+            f"Your answers used {used.tokens:,} tokens today; your daily limit is "
+            f"{quota.tokens:,} tokens. It resets at {when}.",
+            status=429,
+            limit=quota.tokens,
+            used=used.tokens,
+            resets_at=resets_at.isoformat(),
+        )
+
+
+# --- The team ---------------------------------------------------------------------------
+
+
+def _check_admin(actor: Any) -> None:
+    # Not an admin: the team pages do not exist for you (404, like other people's rows).
+    if not selectors.is_team_admin(actor):
+        raise NotFound("page")
+
+
+def access_member(*, actor: Any, user_id: int) -> Any:
+    """The account `user_id`, for a team admin to manage. NotFound for non-admins and
+    missing ids; refused when a non-superuser admin reaches for a superuser."""
+    _check_admin(actor)
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None:
+        raise NotFound("person")
+    if user.is_superuser and not actor.is_superuser:
+        raise ServiceError(
+            "forbidden", "Only a superuser can change a superuser's account.", status=403
+        )
+    return user
+
+
+def _membership(user: Any) -> Membership:
+    membership, _ = Membership.objects.get_or_create(user=user)
+    return membership
+
+
+def set_password_path(user: Any) -> str:
+    """A one-time link (path) where `user` chooses a password; it stops working once used,
+    when the password changes, or after PASSWORD_RESET_TIMEOUT."""
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+    return reverse("password_set", kwargs={"uidb64": uid, "token": token})
+
+
+def member_create(
+    *, actor: Any, username: str, email: str = "", role: str = Membership.Role.MEMBER
+) -> tuple[Any, str]:
+    """Create an account without a password; returns it with its invitation link (path)."""
+    _check_admin(actor)
+    User = get_user_model()
+    username = (username or "").strip()
+    email = (email or "").strip()
+    if not username:
+        raise ServiceError("invalid", "Give the person a username.")
+    if len(username) > 150:
+        raise ServiceError("invalid", "Usernames are at most 150 characters.")
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError:
+        raise ServiceError(
+            "invalid", "Usernames may contain letters, digits and @ . + - _ only."
+        ) from None
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise ServiceError("invalid", f"{email!r} is not an email address.") from None
+    if role not in Membership.Role.values:
+        raise ServiceError("invalid", "The role is admin or member.")
+    if User.objects.filter(username__iexact=username).exists():
+        raise ServiceError("duplicate", f"There is already someone called {username!r}.")
+    try:
+        with transaction.atomic():
+            user = User(username=username, email=email)
+            user.set_unusable_password()
+            user.save()
+            Membership.objects.create(user=user, role=role, invited_by=actor)
+    except IntegrityError:
+        raise ServiceError("duplicate", f"There is already someone called {username!r}.") from None
+    return user, set_password_path(user)
+
+
+def member_invite_link(*, actor: Any, user_id: int) -> str:
+    """A fresh invitation link for someone who has not chosen a password yet."""
+    user = access_member(actor=actor, user_id=user_id)
+    if user.has_usable_password():
+        raise ServiceError("has_password", "This person already has a password; reset it instead.")
+    return set_password_path(user)
+
+
+def member_password_reset(*, actor: Any, user_id: int) -> str:
+    """Void the password (ending the person's sessions and sockets) and return a link
+    where they choose a new one. The admin never learns the password."""
+    user = access_member(actor=actor, user_id=user_id)
+    if user.pk == actor.pk:
+        raise ServiceError("forbidden", "Change your own password on the Account page.", status=403)
+    with transaction.atomic():
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return set_password_path(user)
+
+
+def member_set_active(*, actor: Any, user_id: int, active: bool) -> Any:
+    user = access_member(actor=actor, user_id=user_id)
+    if user.pk == actor.pk and not active:
+        raise ServiceError("forbidden", "You cannot deactivate your own account.", status=403)
+    if user.is_active != active:
+        with transaction.atomic():
+            user.is_active = active
+            # Saving is_active=False also closes the person's open sockets (accounts.signals).
+            user.save(update_fields=["is_active"])
+    return user
+
+
+def member_set_role(*, actor: Any, user_id: int, role: str) -> Membership:
+    user = access_member(actor=actor, user_id=user_id)
+    if role not in Membership.Role.values:
+        raise ServiceError("invalid", "The role is admin or member.")
+    if user.pk == actor.pk and role != Membership.Role.ADMIN and not actor.is_superuser:
+        raise ServiceError(
+            "forbidden", "You cannot remove your own admin role; ask another admin.", status=403
+        )
+    with transaction.atomic():
+        membership = _membership(user)
+        if membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role", "updated_at"])
+    return membership
+
+
+def _limit(value: Any, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ServiceError("invalid", f"The {name} limit is a whole number, 0 or more.")
+    return value
+
+
+def member_set_quota(
+    *,
+    actor: Any,
+    user_id: int,
+    daily_message_limit: int | None,
+    daily_token_limit: int | None,
+) -> Membership:
+    """Set a person's daily limits: None = the team default, 0 = no limit."""
+    user = access_member(actor=actor, user_id=user_id)
+    messages = _limit(daily_message_limit, "message")
+    tokens = _limit(daily_token_limit, "token")
+    with transaction.atomic():
+        membership = _membership(user)
+        membership.daily_message_limit = messages
+        membership.daily_token_limit = tokens
+        membership.save(update_fields=["daily_message_limit", "daily_token_limit", "updated_at"])
+    return membership

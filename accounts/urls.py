@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import team_views, views
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
@@ -18,4 +18,13 @@ urlpatterns = [
     path("", views.account, name="account"),
     path("tokens/", views.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),
+    # The team page (team admins only) and the link invited people set a password with.
+    path("team/", team_views.team, name="team"),
+    path("team/<int:user_id>/", team_views.member, name="team_member"),
+    path("team/<int:user_id>/role/", team_views.member_role, name="team_member_role"),
+    path("team/<int:user_id>/quota/", team_views.member_quota, name="team_member_quota"),
+    path("team/<int:user_id>/active/", team_views.member_active, name="team_member_active"),
+    path("team/<int:user_id>/reset/", team_views.member_reset, name="team_member_reset"),
+    path("team/<int:user_id>/invite/", team_views.member_invite, name="team_member_invite"),
+    path("welcome/<uidb64>/<token>/", team_views.PasswordSetView.as_view(), name="password_set"),
 ]

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from hermes_site.exceptions import ServiceError
+from hermes_site.privacy.views import account_privacy_context
 
 from . import services
 from .forms import ProfileForm, SignupForm, TokenCreateForm
@@ -30,6 +31,8 @@ def account(request: HttpRequest) -> HttpResponse:
             "token_form": TokenCreateForm(),
             "tokens": request.user.api_tokens.all(),
             "new_token": request.session.pop("new_api_token", None),
+            # Download my data, import, forget memory, delete account (hermes_site/privacy).
+            **account_privacy_context(request.user),
         },
     )
 

@@ -6,4 +6,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("accounts.api_urls")),
+    path("", include("memory.api_urls")),
+    path("", include("skills_app.api_urls")),
+    path("", include("sessions_app.api_urls")),
 ]

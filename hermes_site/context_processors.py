@@ -14,18 +14,37 @@ NAVIGATION = (
     ("Skills", "skill_list"),
     ("Usage", "usage"),
     ("Account", "account"),
+    ("Team", "team"),
 )
+# Shown only to team admins (superusers and people with the "admin" role).
+ADMIN_ONLY = frozenset({"team"})
+
+
+def _is_team_admin(request: HttpRequest) -> bool:
+    if not hasattr(request, "_hermes_team_admin"):
+        from accounts.selectors import is_team_admin
+
+        request._hermes_team_admin = is_team_admin(request.user)  # type: ignore[attr-defined]
+    return request._hermes_team_admin  # type: ignore[attr-defined]
 
 
 def _navigation(request: HttpRequest) -> list[dict[str, object]]:
     items = []
     for label, name in NAVIGATION:
+        if name in ADMIN_ONLY and not _is_team_admin(request):
+            continue
         try:
             url = reverse(name)
         except NoReverseMatch:
             continue
         active = request.path == url or (url != "/" and request.path.startswith(url))
         items.append({"label": label, "url": url, "active": active})
+    # Nested sections (/accounts/ and /accounts/team/): only the closest one is current.
+    current = [i for i in items if i["active"]]
+    if len(current) > 1:
+        closest = max(current, key=lambda i: len(str(i["url"])))
+        for item in current:
+            item["active"] = item is closest
     return items
 
 

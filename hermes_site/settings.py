@@ -7,8 +7,10 @@ listed in the README's configuration table.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -69,12 +71,15 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every log line of the request (and its response) carries the request id.
+    "hermes_site.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.middleware.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "hermes_site.middleware.ContentSecurityPolicyMiddleware",
@@ -110,6 +115,8 @@ if _db.get("ENGINE") not in _SUPPORTED_ENGINES:
         "DATABASE_URL must be sqlite:///path or postgres://user:password@host:port/name "
         f"(got a {env.str('DATABASE_URL').split(':')[0]}: URL)."
     )
+# Lets two test runs share a machine without sharing a test database.
+_TEST_DB_SUFFIX = env.str("HERMES_TEST_DB_SUFFIX", default="")
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db_name = Path(_db["NAME"])
     if not _db_name.is_absolute():
@@ -124,9 +131,16 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "PRAGMA secure_delete=ON;",
     }
     # A file, not :memory:, so tests see real locking and other processes can share it.
-    _db["TEST"] = {"NAME": str(_db_name.with_name(f"test_{_db_name.name}"))}
+    _db["TEST"] = {
+        "NAME": str(_db_name.with_name(f"test{_TEST_DB_SUFFIX}_{_db_name.name}"))
+    }
+    # Opening a SQLite connection costs its PRAGMAs; keep one per thread.
+    _db["CONN_MAX_AGE"] = None
+    _db["CONN_HEALTH_CHECKS"] = True
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    _db.setdefault("CONN_MAX_AGE", env.int("HERMES_DB_CONN_MAX_AGE", default=0))
+    _db["TEST"] = {"NAME": f"test{_TEST_DB_SUFFIX}_{_db['NAME']}"}
+    _db["CONN_MAX_AGE"] = env.int("HERMES_DB_CONN_MAX_AGE", default=60)
+    _db["CONN_HEALTH_CHECKS"] = True
     _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -183,6 +197,22 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Workers log through LOGGING below (JSON on stdout) instead of Celery's own handlers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The queue tasks go to and workers read; distinct names let deployments share a Redis.
+CELERY_TASK_DEFAULT_QUEUE = env.str("HERMES_CELERY_QUEUE", default="celery")
+# Periodic housekeeping, sent by `make beat` (run exactly one beat per deployment). When an
+# app gains something that expires (temporary chats, exports), give it an idempotent task
+# with a time limit and add one line here; tests/deploy checks every entry is registered.
+CELERY_BEAT_SCHEDULE = {
+    "expire": {"task": "hermes_site.expire", "schedule": 15 * 60},
+    "prune": {"task": "hermes_site.prune", "schedule": 60 * 60},
+    "optimize-database": {"task": "hermes_site.optimize_database", "schedule": 24 * 60 * 60},
+    "privacy-expire-exports": {"task": "accounts.exports_expire", "schedule": 30 * 60},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Memory audit events older than this many days are deleted by `prune` (0: keep forever).
+HERMES_AUDIT_RETENTION_DAYS = env.int("HERMES_AUDIT_RETENTION_DAYS", default=365)
 
 # --- Auth -----------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -191,6 +221,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# ModelBackend behind the login throttle (accounts/throttle.py).
+AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -222,6 +254,53 @@ if HERMES_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 
+# --- Team deployment: proxy trust, login throttling, quotas ----------------------------
+if HERMES_PUBLIC_URL:
+    _public = urlsplit(HERMES_PUBLIC_URL)
+    if _public.scheme not in ("http", "https") or not _public.hostname or _public.path:
+        raise ImproperlyConfigured(
+            "HERMES_PUBLIC_URL must be a scheme and host, like https://chat.example.org "
+            f"(got {HERMES_PUBLIC_URL!r})."
+        )
+    # The public host needs no second mention in ALLOWED_HOSTS (which also gates websocket
+    # Origins).
+    if _public.hostname not in ALLOWED_HOSTS:
+        ALLOWED_HOSTS.append(_public.hostname)
+# Peers whose X-Forwarded-For/-Proto/-Host are believed (the reverse proxy); from anyone
+# else those headers are dropped (hermes_site/proxy.py). Addresses or networks.
+HERMES_TRUSTED_PROXIES = env.list("HERMES_TRUSTED_PROXIES", default=["127.0.0.1", "::1"])
+for _proxy in HERMES_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy.strip(), strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"HERMES_TRUSTED_PROXIES: {_proxy!r} is not an IP address or network "
+            "(examples: 127.0.0.1, 10.0.0.0/8, ::1)."
+        ) from None
+# The health check stays reachable over plain HTTP for the proxy and monitoring.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if not globals().get("SECURE_HSTS_PRELOAD"):
+    # Preloading is an opt-in for a registrable domain that cannot be undone quickly
+    # (HERMES_HSTS_PRELOAD=true); without it this check can only ever nag.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# Login lockout: this many attempts per window and per client address / per username,
+# then refusals (429) until the lockout ends. 0 turns a limit off.
+HERMES_LOGIN_MAX_PER_USER = env.int("HERMES_LOGIN_MAX_PER_USER", default=5)
+HERMES_LOGIN_MAX_PER_IP = env.int("HERMES_LOGIN_MAX_PER_IP", default=20)
+HERMES_LOGIN_WINDOW_SECONDS = env.int("HERMES_LOGIN_WINDOW_SECONDS", default=900)
+HERMES_LOGIN_LOCKOUT_SECONDS = env.int("HERMES_LOGIN_LOCKOUT_SECONDS", default=900)
+# Team defaults of the per-person daily quotas (0: no limit); admins override them per
+# person on the team page.
+HERMES_DAILY_MESSAGE_LIMIT = env.int("HERMES_DAILY_MESSAGE_LIMIT", default=0)
+HERMES_DAILY_TOKEN_LIMIT = env.int("HERMES_DAILY_TOKEN_LIMIT", default=0)
+for _name in ("HERMES_LOGIN_MAX_PER_USER", "HERMES_LOGIN_MAX_PER_IP",
+              "HERMES_DAILY_MESSAGE_LIMIT", "HERMES_DAILY_TOKEN_LIMIT"):  # fmt: skip
+    if globals()[_name] < 0:
+        raise ImproperlyConfigured(f"{_name} must be 0 or more (got {globals()[_name]}).")
+for _name in ("HERMES_LOGIN_WINDOW_SECONDS", "HERMES_LOGIN_LOCKOUT_SECONDS"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1 (got {globals()[_name]}).")
+
 # --- REST API -------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -234,11 +313,17 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "hermes_site.api.exception_handler",
+    # REMOTE_ADDR is already the real client (hermes_site/proxy.py); never let a throttle
+    # key on the client-controlled X-Forwarded-For.
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Hermes Web API",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Schema-generation warnings are about API docs, not deployment safety; keep them out
+    # of `check --deploy` (they show in `manage.py spectacular --validate`).
+    "ENABLE_DJANGO_DEPLOY_CHECK": False,
 }
 
 # --- LLM ------------------------------------------------------------------------------
@@ -247,15 +332,101 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 HERMES_MODEL = env.str("HERMES_MODEL", default="")
 HERMES_SUMMARY_MODEL = env.str("HERMES_SUMMARY_MODEL", default="")
 HERMES_CONTEXT_LENGTH = env.int("HERMES_CONTEXT_LENGTH", default=128000)
+# Per-model context windows: {"gpt-4o": 128000, "llama3": 8192}; the longest key contained
+# in the model name wins.
+HERMES_CONTEXT_OVERRIDES = env.json("HERMES_CONTEXT_OVERRIDES", default={})
+# Compress when the next prompt would pass this share of (context − reply budget).
+HERMES_COMPRESSION_THRESHOLD = env.float("HERMES_COMPRESSION_THRESHOLD", default=0.75)
+HERMES_COMPRESSION_TAIL_RATIO = env.float("HERMES_COMPRESSION_TAIL_RATIO", default=0.2)
+HERMES_COMPRESSION_COOLDOWN = env.int("HERMES_COMPRESSION_COOLDOWN", default=120)
+HERMES_COMPRESSION_TASK_LIMIT = env.int("HERMES_COMPRESSION_TASK_LIMIT", default=600)
+# How long a message sent during compression waits for it (seconds).
+HERMES_COMPRESSION_WAIT = env.int("HERMES_COMPRESSION_WAIT", default=180)
 HERMES_LLM_CONNECT_TIMEOUT = env.float("HERMES_LLM_CONNECT_TIMEOUT", default=5.0)
 HERMES_LLM_READ_TIMEOUT = env.float("HERMES_LLM_READ_TIMEOUT", default=30.0)
 HERMES_LLM_MAX_RETRIES = env.int("HERMES_LLM_MAX_RETRIES", default=2)
+
+# --- Chat turns -----------------------------------------------------------------------
+# The agent's default identity; a user can replace it on the Account page.
+HERMES_IDENTITY = env.str(
+    "HERMES_IDENTITY",
+    default="You are Hermes, a helpful assistant for a team, working in Hermes Web. You are "
+    "direct and accurate, you say when you are unsure, and you keep a memory of each person "
+    "you work with.",
+)
+HERMES_MAX_MESSAGE_CHARS = env.int("HERMES_MAX_MESSAGE_CHARS", default=32000)
+HERMES_WS_MAX_MESSAGE_BYTES = env.int("HERMES_WS_MAX_MESSAGE_BYTES", default=262144)
+# Temporary chats are deleted this many days after they start.
+HERMES_TEMPORARY_CHAT_DAYS = env.int("HERMES_TEMPORARY_CHAT_DAYS", default=7)
+HERMES_MAX_TOOL_ITERATIONS = env.int("HERMES_MAX_TOOL_ITERATIONS", default=12)
+HERMES_TURN_STALE_SECONDS = env.int("HERMES_TURN_STALE_SECONDS", default=900)
+# How often a streaming answer is written to the database (seconds).
+HERMES_STREAM_SAVE_INTERVAL = env.float("HERMES_STREAM_SAVE_INTERVAL", default=1.0)
+# Deltas arriving within this window are sent to the browser as one event.
+HERMES_STREAM_COALESCE_MS = env.int("HERMES_STREAM_COALESCE_MS", default=30)
+HERMES_REPLY_MAX_TOKENS = env.int("HERMES_REPLY_MAX_TOKENS", default=4096)
+# External memory provider (at most one beside the built-in memory), by name.
+HERMES_MEMORY_PROVIDER = env.str("HERMES_MEMORY_PROVIDER", default="")
+HERMES_PROVIDER_PREFETCH_TIMEOUT = env.float("HERMES_PROVIDER_PREFETCH_TIMEOUT", default=8.0)
 # USD per million tokens, per model: {"gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}
 HERMES_MODEL_PRICES = env.json("HERMES_MODEL_PRICES", default={})
 
 # --- Memory ---------------------------------------------------------------------------
 HERMES_MEMORY_CHAR_LIMIT = env.int("HERMES_MEMORY_CHAR_LIMIT", default=2200)
 HERMES_USER_CHAR_LIMIT = env.int("HERMES_USER_CHAR_LIMIT", default=1375)
+
+# --- Privacy: exports, imports, erasure, admin content access (hermes_site/privacy) ------
+# Superusers manage accounts and see counts; reading other people's content in the admin is
+# off unless this is on, and then every such view is written to the audit log.
+HERMES_ADMIN_CONTENT_ACCESS = env.bool("HERMES_ADMIN_CONTENT_ACCESS", default=False)
+# "Download my data" archives are written here and deleted this many hours after they are
+# ready (the periodic `privacy-expire-exports` task).
+HERMES_EXPORT_DIR = Path(env.str("HERMES_EXPORT_DIR", default=str(VAR_DIR / "exports"))).resolve()
+HERMES_EXPORT_EXPIRY_HOURS = env.int("HERMES_EXPORT_EXPIRY_HOURS", default=24)
+# GET /api/me/export/ answers with the zip itself up to this many messages; larger accounts
+# get a 202 and an export job to poll.
+HERMES_EXPORT_SYNC_MAX_MESSAGES = env.int("HERMES_EXPORT_SYNC_MAX_MESSAGES", default=5000)
+HERMES_EXPORT_TASK_LIMIT = env.int("HERMES_EXPORT_TASK_LIMIT", default=1800)
+# Largest Hermes home (zip) the Account page accepts for import, in MiB.
+HERMES_IMPORT_MAX_MB = env.int("HERMES_IMPORT_MAX_MB", default=200)
+for _name in ("HERMES_EXPORT_EXPIRY_HOURS", "HERMES_EXPORT_TASK_LIMIT", "HERMES_IMPORT_MAX_MB"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1 (got {globals()[_name]}).")
+
+# --- L2 search (session_search, /sessions/, /api/search/) ------------------------------
+# Summaries the search waits for at once (clamped to 1..5) and for how long in total (s);
+# past the timeout the results fall back to snippets.
+HERMES_SEARCH_SUMMARY_CONCURRENCY = min(
+    5, max(1, env.int("HERMES_SEARCH_SUMMARY_CONCURRENCY", default=3))
+)
+HERMES_SEARCH_SUMMARY_TIMEOUT = env.float("HERMES_SEARCH_SUMMARY_TIMEOUT", default=60.0)
+HERMES_SEARCH_SUMMARY_MAX_TOKENS = env.int("HERMES_SEARCH_SUMMARY_MAX_TOKENS", default=4000)
+# Transcript window sent to the summary model, in characters.
+HERMES_SEARCH_TRANSCRIPT_CHARS = env.int("HERMES_SEARCH_TRANSCRIPT_CHARS", default=100_000)
+# Celery time limit of one summary task (s); an older claim counts as abandoned.
+HERMES_SEARCH_SUMMARY_TASK_LIMIT = env.int("HERMES_SEARCH_SUMMARY_TASK_LIMIT", default=300)
+for _name in ("HERMES_SEARCH_SUMMARY_TIMEOUT", "HERMES_SEARCH_SUMMARY_MAX_TOKENS",
+              "HERMES_SEARCH_TRANSCRIPT_CHARS", "HERMES_SEARCH_SUMMARY_TASK_LIMIT"):  # fmt: skip
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive (got {globals()[_name]}).")
+
+# --- Skills and background review -----------------------------------------------------
+HERMES_REVIEW_ENABLED = env.bool("HERMES_REVIEW_ENABLED", default=True)
+# A skill review after a turn that brings tool-loop iterations since the last one to this.
+HERMES_SKILL_REVIEW_ITERATIONS = env.int("HERMES_SKILL_REVIEW_ITERATIONS", default=10)
+# A memory review every this many user turns.
+HERMES_MEMORY_REVIEW_TURNS = env.int("HERMES_MEMORY_REVIEW_TURNS", default=10)
+HERMES_REVIEW_MAX_ITERATIONS = env.int("HERMES_REVIEW_MAX_ITERATIONS", default=16)
+HERMES_REVIEW_TIME_LIMIT = env.int("HERMES_REVIEW_TIME_LIMIT", default=300)
+_review_limits = {
+    "HERMES_SKILL_REVIEW_ITERATIONS": HERMES_SKILL_REVIEW_ITERATIONS,
+    "HERMES_MEMORY_REVIEW_TURNS": HERMES_MEMORY_REVIEW_TURNS,
+    "HERMES_REVIEW_MAX_ITERATIONS": HERMES_REVIEW_MAX_ITERATIONS,
+    "HERMES_REVIEW_TIME_LIMIT": HERMES_REVIEW_TIME_LIMIT,
+}
+for _name, _value in _review_limits.items():
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1 (got {_value}).")
 
 # --- Static files, i18n ---------------------------------------------------------------
 STATIC_URL = "static/"
@@ -279,11 +450,26 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 
+# --- Logs: stdout, one JSON object per line behind a proxy (see hermes_site/logs.py) ----
+LOG_FORMAT = env.str("LOG_FORMAT", default="json" if HERMES_BEHIND_PROXY else "plain")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain (got {LOG_FORMAT!r}).")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "filters": {"context": {"()": "hermes_site.logs.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "hermes_site.logs.JsonFormatter"},
+        "plain": {"()": "hermes_site.logs.PlainFormatter"},
+    },
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -6,3 +6,7 @@ from django.apps import AppConfig
 class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
+
+    def ready(self) -> None:
+        # Registers the `memory` tool with the agent's tool registry.
+        from . import tools  # noqa: F401

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from hermes_site.admin_base import OwnedModelAdmin
 
-from .models import Message, Session, StateMeta, SystemPrompt
+from .models import Message, SearchSummary, Session, StateMeta, SystemPrompt
 
 
 class MessageInline(admin.TabularInline):
@@ -61,3 +62,36 @@ class SystemPromptAdmin(OwnedModelAdmin):
 @admin.register(StateMeta)
 class StateMetaAdmin(admin.ModelAdmin):
     list_display = ("key", "value")
+
+
+# --- L2 search ---------------------------------------------------------------------------
+
+
+@admin.register(SearchSummary)
+class SearchSummaryAdmin(OwnedModelAdmin):
+    """Cached search summaries: readable and deletable (to force a fresh one), not edited."""
+
+    list_display = ("id", "session", "short_query", "status", "created_at", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("query",)
+    list_select_related = ("session",)
+    readonly_fields = (
+        "session",
+        "query",
+        "query_hash",
+        "last_message_id",
+        "status",
+        "summary",
+        "error",
+        "attempts",
+        "created_at",
+        "claimed_at",
+        "finished_at",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="query")
+    def short_query(self, obj: SearchSummary) -> str:
+        return obj.query[:60]

@@ -1,12 +1,23 @@
-"""The chat websocket. It authenticates, checks ownership and routes; nothing more."""
+"""The chat websocket at /ws/chat/. It authenticates, checks ownership and routes; the
+turn itself runs in the runner, independently of this socket.
+
+Client → server: chat.send {session|null, text}, chat.stop {session}, chat.subscribe
+{session}, chat.regenerate {session}. Server → client: see ARCHITECTURE.md and README.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
-from hermes_site.realtime import user_group
+from hermes_site.exceptions import ServiceError
+from hermes_site.realtime import session_group, user_group
+
+from . import services
+from .agent import runner
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -21,32 +32,114 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
 
     async def _join(self, group: str) -> None:
-        await self.channel_layer.group_add(group, self.channel_name)
-        self.groups_joined.add(group)
+        if group not in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups_joined.add(group)
 
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "groups_joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
-            await self.send_json(
-                {
-                    "type": "error",
-                    "session": None,
-                    "code": "bad_request",
-                    "message": 'Messages are JSON objects with a "type".',
-                }
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        size = len(text_data or "") + len(bytes_data or b"")
+        if size > settings.HERMES_WS_MAX_MESSAGE_BYTES:
+            await self._error(
+                None, "message_too_large", "That message is too large to send over the socket."
             )
             return
-        await self.send_json(
-            {
-                "type": "error",
-                "session": content.get("session"),
-                "code": "bad_request",
-                "message": f"Unknown message type {content['type']!r}.",
-            }
+        try:
+            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except ValueError:  # not JSON
+            await self._error(None, "bad_request", "Messages must be JSON objects.")
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            await self._error(None, "bad_request", 'Messages are JSON objects with a "type".')
+            return
+        handler = {
+            "chat.send": self._send,
+            "chat.stop": self._stop,
+            "chat.subscribe": self._subscribe,
+            "chat.regenerate": self._regenerate,
+        }.get(content["type"])
+        session_id = content.get("session")
+        if handler is None:
+            await self._error(
+                session_id, "bad_request", f"Unknown message type {content['type']!r}."
+            )
+            return
+        try:
+            await handler(content)
+        except ServiceError as exc:
+            await self._error(
+                session_id if isinstance(session_id, str) else None, exc.code, exc.message
+            )
+
+    async def _start(
+        self, session_id: Any, text: Any, *, regenerate: bool, temporary: bool = False
+    ) -> None:
+        if session_id is not None and not isinstance(session_id, str):
+            raise ServiceError("bad_request", '"session" must be a conversation id or null.')
+
+        async def waiting() -> None:
+            await self.send_json(
+                {
+                    "type": "notice",
+                    "session": session_id,
+                    "kind": "compressed",
+                    "text": "Compressing earlier messages… your message follows in a moment.",
+                }
+            )
+
+        start = await runner.begin_turn(
+            user=self.user,
+            session_id=session_id,
+            text=text,
+            regenerate=regenerate,
+            temporary=temporary,
+            on_wait=waiting,
+        )
+        # Join before the turn publishes anything, so this tab sees every event.
+        await self._join(session_group(start.session.pk))
+        runner.launch_turn(start, user=self.user)
+
+    async def _send(self, content: dict[str, Any]) -> None:
+        await self._start(
+            content.get("session"),
+            content.get("text"),
+            regenerate=False,
+            temporary=content.get("temporary") is True,
         )
 
+    async def _regenerate(self, content: dict[str, Any]) -> None:
+        await self._start(content.get("session"), None, regenerate=True)
+
+    async def _owned(self, session_id: Any) -> str:
+        session = await database_sync_to_async(services.access_session)(
+            user=self.user, session_id=session_id
+        )
+        return session.pk
+
+    async def _stop(self, content: dict[str, Any]) -> None:
+        await runner.request_stop(await self._owned(content.get("session")))
+
+    async def _subscribe(self, content: dict[str, Any]) -> None:
+        session_id = await self._owned(content.get("session"))
+        await self._join(session_group(session_id))
+        # A running turn answers with a snapshot of the answer so far (any process).
+        await runner.request_sync(session_id, self.channel_name)
+
+    async def _error(self, session_id: str | None, code: str, message: str) -> None:
+        await self.send_json(
+            {"type": "error", "session": session_id, "code": code, "message": message}
+        )
+
+    # --- events from the channel layer ---------------------------------------------------
     async def client_event(self, message: dict[str, Any]) -> None:
         await self.send_json(message["event"])
+
+    async def auth_revoked(self, message: dict[str, Any]) -> None:
+        """Logout, password change or deactivation elsewhere ends this socket too."""
+        await self.close(code=4401)

@@ -81,6 +81,16 @@ class Session(models.Model):
     last_activity_at = models.DateTimeField(default=timezone.now)
     archived = models.BooleanField(default=False)
     pinned = models.BooleanField(default=False)
+    # Temporary chats neither read nor write memory, are not searchable, and are deleted
+    # after HERMES_TEMPORARY_CHAT_DAYS.
+    temporary = models.BooleanField(default=False)
+    # Claimed by the process running a turn (one turn per conversation at a time, across
+    # processes); a crashed holder's claim goes stale after a timeout.
+    turn_token = models.CharField(max_length=32, blank=True, default="")
+    turn_started_at = models.DateTimeField(null=True, blank=True)
+    # After a failed compression the conversation goes on uncompressed until this time.
+    compression_cooldown_until = models.DateTimeField(null=True, blank=True)
+    compression_failure_error = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-last_activity_at"]
@@ -115,6 +125,13 @@ class Message(models.Model):
         ASSISTANT = "assistant", "Assistant"
         TOOL = "tool", "Tool"
 
+    class Kind(models.TextChoices):
+        REGULAR = "", "Regular"
+        # The handoff summary that opens a compression continuation.
+        SUMMARY = "summary", "Compression summary"
+        # A message copied from the parent into its continuation (shown only once).
+        CARRIED = "carried", "Carried over from the previous part"
+
     class Status(models.TextChoices):
         STREAMING = "streaming", "Streaming"
         COMPLETE = "complete", "Complete"
@@ -133,6 +150,18 @@ class Message(models.Model):
     finish_reason = models.CharField(max_length=32, blank=True, default="")
     reasoning = models.TextField(blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind.choices, blank=True, default="")
+    # The recalled-memory fence sent with this user message (API time only). Kept apart
+    # from `content` so it is never shown, searched or exported as something the user said,
+    # yet replayed byte-for-byte so every request extends the previous one.
+    context_block = models.TextField(blank=True, default="")
+    # Usage of the model call that produced this assistant message.
+    model = models.CharField(max_length=200, blank=True, default="")
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
 
     class Meta:
         ordering = ["id"]
@@ -174,3 +203,61 @@ class StateMeta(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+# ======================================================================================
+# L2 search: cached query-focused summaries of conversations (sessions_app.search)
+# ======================================================================================
+
+
+class SearchSummary(models.Model):
+    """One summary of one conversation focused on one query, written by a Celery task.
+
+    The row is the cache *and* the job: a request creates it `pending`, the task claims it
+    (`running`) with a conditional UPDATE and finishes it (`done` or `failed`). Identical
+    requests — same normalised query, same conversation (its compression chain's root) and
+    same newest message — share the row, so a summary is never paid for twice; a new
+    message in the conversation makes a new key.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting"
+        RUNNING = "running", "Summarising"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="search_summaries"
+    )
+    # The root of the conversation's compression chain.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="search_summaries")
+    query = models.CharField(max_length=2048)
+    query_hash = models.CharField(max_length=64)
+    last_message_id = models.BigIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    summary = models.TextField(blank=True, default="")
+    error = models.CharField(max_length=300, blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "search summaries"
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="search_summary_owner_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "query_hash", "last_message_id"],
+                name="search_summary_unique_request",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "running", "done", "failed"]),
+                name="search_summary_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.query[:40]}"

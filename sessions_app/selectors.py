@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
+
+from .models import Message
 
 Index = Literal["words", "trigram"]
 
@@ -62,3 +64,44 @@ def message_ids_matching(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]
+
+
+def api_messages(*, session_id: str, system_prompt: str) -> list[dict[str, Any]]:
+    """The conversation as the model receives it: the frozen system prompt, then every
+    message in order, byte-for-byte the same as in earlier calls (so each request extends
+    the previous one and the provider's prefix cache keeps hitting).
+
+    User messages carry the recall fence they were first sent with. Empty assistant
+    placeholders are skipped, and unmatched tool calls/results are dropped, because the API
+    refuses a tool call without its result (a crash mid-call can leave one behind).
+    """
+    rows = list(
+        Message.objects.filter(session_id=session_id)
+        .exclude(role=Message.Role.SYSTEM)
+        .order_by("id")
+        .values("role", "content", "context_block", "tool_calls", "tool_call_id", "tool_name")
+    )
+    answered = {r["tool_call_id"] for r in rows if r["role"] == Message.Role.TOOL}
+    called: set[str] = set()
+    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+    for row in rows:
+        role = row["role"]
+        if role == Message.Role.USER:
+            content = row["content"]
+            if row["context_block"]:
+                content = f"{content}\n\n{row['context_block']}"
+            out.append({"role": "user", "content": content})
+        elif role == Message.Role.ASSISTANT:
+            calls = [c for c in row["tool_calls"] or [] if c.get("id") in answered]
+            if not calls and not row["content"]:
+                continue
+            message: dict[str, Any] = {"role": "assistant", "content": row["content"] or None}
+            if calls:
+                message["tool_calls"] = calls
+                called.update(c["id"] for c in calls)
+            out.append(message)
+        elif role == Message.Role.TOOL and row["tool_call_id"] in called:
+            out.append(
+                {"role": "tool", "tool_call_id": row["tool_call_id"], "content": row["content"]}
+            )
+    return out

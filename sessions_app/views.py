@@ -1,10 +1,23 @@
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import re
+from typing import Any
 
-from .models import Session
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from hermes_site.exceptions import NotFound, ServiceError
+from hermes_site.markdown import render_markdown
+
+from . import services
+from .agent.tools import tool_failed, tool_summary
+from .compression import summary_text
+from .lineage import compression_chain, compression_tip
+from .models import Message, Session
 
 
 @login_required
@@ -15,3 +28,198 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         .order_by("-pinned", "-last_activity_at")[:10]
     )
     return render(request, "dashboard.html", {"recent_sessions": recent})
+
+
+# What a stopped or failed answer says under it (by the error code saved with it).
+END_NOTES = {
+    "stopped": "Answer stopped.",
+    "rate_limited": "The model is rate-limited right now; try again in a moment.",
+    "llm_unavailable": "The model could not be reached in time.",
+    "auth_failed": "The model refused the configured API key (check OPENAI_API_KEY).",
+    "bad_request": "The model rejected the request.",
+    "context_too_long": "The conversation is too long for the model's context window.",
+    "interrupted": "The connection to the model was cut mid-answer.",
+    "internal_error": "Something went wrong on our side.",
+}
+
+
+def end_note(message: Message) -> str:
+    if message.status == Message.Status.INTERRUPTED:
+        reason = END_NOTES.get(message.finish_reason, "The answer was interrupted.")
+        return reason if message.finish_reason == "stopped" else f"Interrupted: {reason}"
+    if message.status == Message.Status.FAILED:
+        reason = END_NOTES.get(message.finish_reason, "Something went wrong.")
+        return f"No answer. {reason} Your message is saved."
+    return ""
+
+
+def _sidebar(user: Any) -> list[Session]:
+    """Each conversation once, at its newest part, under its original title."""
+    sessions = list(
+        Session.objects.filter(owner=user, archived=False)
+        .exclude(end_reason=Session.EndReason.COMPRESSION)
+        .only("id", "title", "pinned", "last_activity_at", "parent_id")
+        .order_by("-pinned", "-last_activity_at")[:200]
+    )
+    for s in sessions:
+        s.display_title = display_title(s)
+    return sessions
+
+
+def display_title(session: Session) -> str:
+    """'Deploy script #3' is shown as 'Deploy script': the chain is one conversation."""
+    title = session.title or "Untitled"
+    return re.sub(r" #\d+$", "", title) if session.parent_id else title
+
+
+def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
+    """Messages grouped for display: each assistant message with the tool calls it made
+    and their results (as chips). A compression chain reads as one conversation: messages
+    carried into a continuation are shown once, and its summary becomes a marker."""
+    rows = list(
+        Message.objects.filter(session__in=sessions, id__gt=after)
+        .exclude(kind=Message.Kind.CARRIED)
+        .order_by("id")
+    )
+    results = {m.tool_call_id: m for m in rows if m.role == Message.Role.TOOL}
+    items: list[dict[str, Any]] = []
+    for m in rows:
+        if m.role == Message.Role.TOOL or m.role == Message.Role.SYSTEM:
+            continue
+        if m.kind == Message.Kind.SUMMARY:
+            items.append(
+                {"message": m, "summary": render_markdown(summary_text(m.content)), "chips": []}
+            )
+            continue
+        chips = []
+        for call in m.tool_calls or []:
+            fn = call.get("function", {})
+            result = results.get(call.get("id"))
+            chips.append(
+                {
+                    "name": fn.get("name", "tool"),
+                    "arguments": fn.get("arguments", ""),
+                    "result": result.content if result else "",
+                    "summary": tool_summary(result.content) if result else "no result",
+                    "ok": bool(result) and not tool_failed(result.content),
+                }
+            )
+        items.append(
+            {
+                "message": m,
+                "chips": chips,
+                "html": render_markdown(m.content) if m.role == Message.Role.ASSISTANT else None,
+                "note": end_note(m),
+            }
+        )
+    return items
+
+
+@login_required
+def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
+    session = None
+    chain: list[Session] = []
+    if session_id is not None:
+        try:
+            session = services.access_session(user=request.user, session_id=session_id)
+        except NotFound:
+            raise Http404 from None
+        tip = compression_tip(session)
+        if tip.pk != session.pk:
+            return redirect("chat_session", session_id=tip.pk)
+        chain = compression_chain(session)
+    streaming = bool(session) and session.messages.filter(status=Message.Status.STREAMING).exists()
+    return render(
+        request,
+        "chat/chat.html",
+        {
+            "session": session,
+            "sessions": _sidebar(request.user),
+            "thread": _thread(chain) if session else [],
+            "display_title": display_title(session) if session else "",
+            "streaming": streaming,
+            "max_chars": settings.HERMES_MAX_MESSAGE_CHARS,
+            "temporary_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
+        },
+    )
+
+
+@login_required
+@require_GET
+def chat_messages(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Rendered messages after ?after=<id> (for finished answers and resyncs)."""
+    try:
+        session = services.access_session(user=request.user, session_id=session_id)
+    except NotFound:
+        raise Http404 from None
+    try:
+        after = max(0, int(request.GET.get("after", "0")))
+    except ValueError:
+        after = 0
+    return render(request, "chat/_messages.html", {"thread": _thread([session], after=after)})
+
+
+@login_required
+@require_POST
+def chat_rename(request: HttpRequest, session_id: str) -> HttpResponse:
+    try:
+        services.session_rename(
+            user=request.user, session_id=session_id, title=request.POST.get("title", "")
+        )
+    except NotFound:
+        raise Http404 from None
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return redirect("chat_session", session_id=session_id)
+
+
+@login_required
+@require_POST
+def chat_pin(request: HttpRequest, session_id: str) -> HttpResponse:
+    try:
+        services.session_set_flags(
+            user=request.user, session_id=session_id, pinned=request.POST.get("pinned") == "1"
+        )
+    except NotFound:
+        raise Http404 from None
+    return redirect("chat_session", session_id=session_id)
+
+
+@login_required
+@require_POST
+def chat_delete(request: HttpRequest, session_id: str) -> HttpResponse:
+    try:
+        services.session_delete(user=request.user, session_id=session_id)
+    except NotFound:
+        raise Http404 from None
+    messages.success(request, "Conversation deleted.")
+    return redirect("chat")
+
+
+# --- Sessions page: conversation list and search (L2 search) ---------------------------
+# Imported here so this section stays self-contained next to the chat views above.
+from .search.pages import list_url, session_list_context  # noqa: E402
+from .search.service import search_summary_start  # noqa: E402
+
+
+@login_required
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "sessions/list.html", session_list_context(request))
+
+
+@login_required
+@require_POST
+def session_summarise(request: HttpRequest) -> HttpResponse:
+    """The no-JavaScript path of the "Summarise" button; static/js/search.js uses the API."""
+    try:
+        search_summary_start(
+            owner=request.user,
+            query=request.POST.get("q", ""),
+            session_id=request.POST.get("session_id", ""),
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Summarising in the background; reload to see it.")
+    return redirect(list_url(request.POST.dict()))

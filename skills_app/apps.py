@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class SkillsAppConfig(AppConfig):
     name = "skills_app"
     verbose_name = "Skills"
+
+    def ready(self) -> None:
+        # The agent's skill tools join the shared registry once the models are loaded.
+        from .tools import register
+
+        register()

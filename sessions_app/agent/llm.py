@@ -18,8 +18,10 @@ async client would be bound to whichever event loop first used it, which breaks 
 from __future__ import annotations
 
 import email.utils
+import functools
 import logging
 import re
+import ssl
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -229,6 +231,13 @@ def is_configured() -> bool:
     return bool(model_name("chat")) and _endpoint_configured()
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes ~50 ms of CPU; doing it for every call (each call builds
+    # its own client) stalled the event loop under concurrent chats. One context is shared.
+    return ssl.create_default_context()
+
+
 def build_client() -> AsyncOpenAI:
     """A new AsyncOpenAI client from settings; the caller owns it (``async with`` or close())."""
     connect = _setting_float("HERMES_LLM_CONNECT_TIMEOUT", 5.0)
@@ -240,6 +249,7 @@ def build_client() -> AsyncOpenAI:
         base_url=_setting_str("OPENAI_BASE_URL") or None,
         api_key=_setting_str("OPENAI_API_KEY") or _PLACEHOLDER_KEY,
         timeout=timeout,
+        http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=timeout),
         # The SDK retries 408/409/429/5xx and connection errors itself, honouring Retry-After.
         max_retries=int(getattr(settings, "HERMES_LLM_MAX_RETRIES", 2)),
     )

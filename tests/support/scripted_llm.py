@@ -1053,9 +1053,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--chunk-delay", type=float, default=0.02, help="seconds between chunks")
     parser.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    parser.add_argument("--reply", help="answer every request with this text (no demo script)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before first byte")
     args = parser.parse_args(argv)
 
-    llm = build_demo(args.port, chunk_delay=args.chunk_delay, host=args.host)
+    if args.reply is not None:
+        llm = ScriptedLLM(
+            args.port, default_reply=args.reply, chunk_delay=args.chunk_delay, host=args.host
+        )
+    else:
+        llm = build_demo(args.port, chunk_delay=args.chunk_delay, host=args.host)
+    if args.latency:
+        llm.set_fault(Fault(latency=args.latency))
     llm.verbose = args.verbose
     llm.start()
     print(

@@ -1,0 +1,140 @@
+"""Reads about accounts: team roles, effective quotas and usage per day."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from sessions_app.models import Message
+
+from .models import Membership
+
+
+def is_team_admin(user: Any) -> bool:
+    """Superusers, and active people whose membership role is admin."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    return Membership.objects.filter(user=user, role=Membership.Role.ADMIN).exists()
+
+
+def day_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
+    """Start of today and of tomorrow in the deployment's TIME_ZONE (quotas reset then)."""
+    today = timezone.localtime(now or timezone.now()).date()
+    # Via dates, not +24 h: a day with a DST change is 23 or 25 hours long.
+    start = timezone.make_aware(datetime.combine(today, time.min))
+    end = timezone.make_aware(datetime.combine(today + timedelta(days=1), time.min))
+    return start, end
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Effective daily limits; 0 means no limit."""
+
+    messages: int
+    tokens: int
+
+
+def quota_for(*, user: AbstractBaseUser) -> Quota:
+    row = Membership.objects.filter(user=user).values(
+        "daily_message_limit", "daily_token_limit"
+    ).first() or {"daily_message_limit": None, "daily_token_limit": None}
+    messages = row["daily_message_limit"]
+    tokens = row["daily_token_limit"]
+    return Quota(
+        messages=settings.HERMES_DAILY_MESSAGE_LIMIT if messages is None else messages,
+        tokens=settings.HERMES_DAILY_TOKEN_LIMIT if tokens is None else tokens,
+    )
+
+
+@dataclass(frozen=True)
+class Usage:
+    messages: int = 0
+    tokens: int = 0
+
+
+_TOKENS = F("prompt_tokens") + F("completion_tokens")
+
+
+def usage_since(*, user: AbstractBaseUser, since: datetime) -> Usage:
+    """Messages the user sent and tokens their answers used (prompt + completion)."""
+    row = Message.objects.filter(session__owner=user, timestamp__gte=since).aggregate(
+        messages=Count("id", filter=Q(role=Message.Role.USER)),
+        tokens=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT)),
+    )
+    return Usage(messages=row["messages"] or 0, tokens=row["tokens"] or 0)
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    user: Any
+    role: str
+    is_admin: bool
+    quota: Quota
+    custom_messages: int | None
+    custom_tokens: int | None
+    today: Usage
+    last_30_days: Usage
+
+
+def team_members(*, user_id: int | None = None, now: datetime | None = None) -> list[MemberRow]:
+    """Everyone (or one person), with role, effective quota and usage today and over the
+    last 30 days, in two queries."""
+    today, _ = day_bounds(now)
+    month = today - timedelta(days=29)
+    users = get_user_model().objects.select_related("membership").order_by("-is_active", "username")
+    messages = Message.objects.filter(timestamp__gte=month)
+    if user_id is not None:
+        users = users.filter(pk=user_id)
+        messages = messages.filter(session__owner_id=user_id)
+    usage = {
+        row["session__owner_id"]: row
+        for row in messages.values("session__owner_id")
+        .annotate(
+            messages_today=Count("id", filter=Q(role=Message.Role.USER, timestamp__gte=today)),
+            tokens_today=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT, timestamp__gte=today)),
+            messages_month=Count("id", filter=Q(role=Message.Role.USER)),
+            tokens_month=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT)),
+        )
+        .order_by()
+    }
+    rows = []
+    for user in list(users):
+        membership = getattr(user, "membership", None)
+        custom_messages = membership.daily_message_limit if membership else None
+        custom_tokens = membership.daily_token_limit if membership else None
+        role = membership.role if membership else Membership.Role.MEMBER
+        u = usage.get(user.pk, {})
+        rows.append(
+            MemberRow(
+                user=user,
+                role=role,
+                is_admin=user.is_superuser or role == Membership.Role.ADMIN,
+                quota=Quota(
+                    messages=settings.HERMES_DAILY_MESSAGE_LIMIT
+                    if custom_messages is None
+                    else custom_messages,
+                    tokens=settings.HERMES_DAILY_TOKEN_LIMIT
+                    if custom_tokens is None
+                    else custom_tokens,
+                ),
+                custom_messages=custom_messages,
+                custom_tokens=custom_tokens,
+                today=Usage(u.get("messages_today") or 0, u.get("tokens_today") or 0),
+                last_30_days=Usage(u.get("messages_month") or 0, u.get("tokens_month") or 0),
+            )
+        )
+    return rows
+
+
+def team_member(*, user_id: int, now: datetime | None = None) -> MemberRow | None:
+    rows = team_members(user_id=user_id, now=now)
+    return rows[0] if rows else None

@@ -1,0 +1,209 @@
+"""The team page (/accounts/team/): team admins add people, send invitation and reset
+links, deactivate accounts, set roles and daily quotas, and see usage. Everyone else gets
+a 404: for them the page does not exist."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_POST
+
+from hermes_site.exceptions import NotFound, ServiceError
+
+from . import selectors, services
+from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm
+
+_LINK_KEY = "team_link"
+
+
+def _require_admin(request: HttpRequest) -> None:
+    if not selectors.is_team_admin(request.user):
+        raise Http404
+
+
+def _absolute(request: HttpRequest, path: str) -> str:
+    if settings.HERMES_PUBLIC_URL:
+        return settings.HERMES_PUBLIC_URL + path
+    return request.build_absolute_uri(path)
+
+
+def _remember_link(request: HttpRequest, *, user_id: int, kind: str, path: str) -> None:
+    # Shown once on the next page, then gone from the session.
+    request.session[_LINK_KEY] = {"user_id": user_id, "kind": kind, "url": _absolute(request, path)}
+
+
+def _link_days() -> int:
+    return max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)
+
+
+def _defaults() -> dict[str, int]:
+    return {
+        "messages": settings.HERMES_DAILY_MESSAGE_LIMIT,
+        "tokens": settings.HERMES_DAILY_TOKEN_LIMIT,
+    }
+
+
+@login_required
+def team(request: HttpRequest) -> HttpResponse:
+    _require_admin(request)
+    form = MemberCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user, path = services.member_create(actor=request.user, **form.cleaned_data)
+        except ServiceError as exc:
+            form.add_error("username" if exc.code == "duplicate" else None, exc.message)
+        else:
+            _remember_link(request, user_id=user.pk, kind="invite", path=path)
+            messages.success(request, f"{user.get_username()} was added.")
+            return redirect("team")
+    members = selectors.team_members()
+    return render(
+        request,
+        "team/team.html",
+        {
+            "form": form,
+            "members": members,
+            "active_count": sum(1 for m in members if m.user.is_active),
+            "defaults": _defaults(),
+            "link": request.session.pop(_LINK_KEY, None),
+            "link_days": _link_days(),
+            "day_resets_at": selectors.day_bounds()[1],
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+def _member_or_404(request: HttpRequest, user_id: int):  # type: ignore[no-untyped-def]
+    _require_admin(request)
+    row = selectors.team_member(user_id=user_id)
+    if row is None:
+        raise Http404
+    return row
+
+
+@login_required
+def member(request: HttpRequest, user_id: int) -> HttpResponse:
+    row = _member_or_404(request, user_id)
+    return render(
+        request,
+        "team/member.html",
+        {
+            "m": row,
+            "is_self": row.user.pk == request.user.pk,
+            "locked": row.user.is_superuser and not request.user.is_superuser,
+            "role_form": MemberRoleForm(initial={"role": "admin" if row.is_admin else "member"}),
+            "quota_form": MemberQuotaForm(
+                initial={
+                    "daily_message_limit": row.custom_messages,
+                    "daily_token_limit": row.custom_tokens,
+                }
+            ),
+            "defaults": _defaults(),
+            "link": request.session.pop(_LINK_KEY, None),
+            "link_days": _link_days(),
+        },
+    )
+
+
+def _act(request: HttpRequest, user_id: int, action, success: str) -> HttpResponse:  # type: ignore[no-untyped-def]
+    _require_admin(request)
+    try:
+        action()
+    except NotFound:
+        raise Http404 from None
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        if success:
+            messages.success(request, success)
+    return redirect("team_member", user_id=user_id)
+
+
+@login_required
+@require_POST
+def member_role(request: HttpRequest, user_id: int) -> HttpResponse:
+    form = MemberRoleForm(request.POST)
+    if not form.is_valid():
+        _require_admin(request)
+        messages.error(request, "Choose admin or member.")
+        return redirect("team_member", user_id=user_id)
+    role = form.cleaned_data["role"]
+    return _act(
+        request,
+        user_id,
+        lambda: services.member_set_role(actor=request.user, user_id=user_id, role=role),
+        "Role saved.",
+    )
+
+
+@login_required
+@require_POST
+def member_quota(request: HttpRequest, user_id: int) -> HttpResponse:
+    form = MemberQuotaForm(request.POST)
+    if not form.is_valid():
+        _require_admin(request)
+        messages.error(request, "Limits are whole numbers, 0 or more (empty: team default).")
+        return redirect("team_member", user_id=user_id)
+    data = form.cleaned_data
+    return _act(
+        request,
+        user_id,
+        lambda: services.member_set_quota(
+            actor=request.user,
+            user_id=user_id,
+            daily_message_limit=data["daily_message_limit"],
+            daily_token_limit=data["daily_token_limit"],
+        ),
+        "Quotas saved.",
+    )
+
+
+@login_required
+@require_POST
+def member_active(request: HttpRequest, user_id: int) -> HttpResponse:
+    active = request.POST.get("active") == "1"
+    return _act(
+        request,
+        user_id,
+        lambda: services.member_set_active(actor=request.user, user_id=user_id, active=active),
+        "Account reactivated." if active else "Account deactivated; their open tabs are closed.",
+    )
+
+
+@login_required
+@require_POST
+def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
+    def reset() -> None:
+        path = services.member_password_reset(actor=request.user, user_id=user_id)
+        _remember_link(request, user_id=user_id, kind="reset", path=path)
+
+    return _act(request, user_id, reset, "The old password no longer works.")
+
+
+@login_required
+@require_POST
+def member_invite(request: HttpRequest, user_id: int) -> HttpResponse:
+    def invite() -> None:
+        path = services.member_invite_link(actor=request.user, user_id=user_id)
+        _remember_link(request, user_id=user_id, kind="invite", path=path)
+
+    return _act(request, user_id, invite, "")
+
+
+class PasswordSetView(auth_views.PasswordResetConfirmView):
+    """Where an invited person (or one whose password was reset) chooses a password; they
+    are logged in and land on the dashboard."""
+
+    template_name = "registration/password_set.html"
+    post_reset_login = True
+    success_url = reverse_lazy("dashboard")
+
+    def form_valid(self, form):  # type: ignore[no-untyped-def]
+        response = super().form_valid(form)
+        messages.success(self.request, "Your password is set. Welcome!")
+        return response

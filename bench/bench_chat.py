@@ -1,0 +1,307 @@
+"""Chat streaming through our whole stack: daphne + the websocket consumer + the turn runner
++ the openai client, against the scripted model at a fixed latency.
+
+Figures: time-to-first-token overhead and per-delta overhead added by our stack (p50/p95)
+with 50 concurrent chats, deltas lost (must be 0), memory per open socket, and the
+prefix-cache ratio (cached / prompt tokens) of a 30-turn session against a baseline that
+rebuilds the system prompt every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.harness import ROOT, percentiles
+
+CHATS = int(os.environ.get("BENCH_CHATS", 50))
+LATENCY = 0.2  # seconds the scripted model waits before its first byte
+CHUNK_DELAY = 0.01  # seconds between streamed chunks
+REPLY = " ".join(f"word{i}" for i in range(120))
+TURNS = 30
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cookie(user: Any) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+async def _chat(url: str, cookie: str, texts: list[str]) -> list[dict[str, Any]]:
+    import websockets
+
+    results = []
+    async with websockets.connect(
+        url,
+        additional_headers={"Cookie": cookie, "Origin": "http://127.0.0.1"},
+        max_size=2**22,
+    ) as ws:
+        session = None
+        for text in texts:
+            sent = time.perf_counter()
+            await ws.send(json.dumps({"type": "chat.send", "session": session, "text": text}))
+            first = None
+            arrivals: list[float] = []
+            deltas: list[str] = []
+            seqs: list[int] = []
+            while True:
+                event = json.loads(await ws.recv())
+                if "seq" in event:
+                    seqs.append(event["seq"])
+                if event["type"] == "session.started":
+                    session = event["session"]
+                elif event["type"] == "assistant.delta":
+                    now = time.perf_counter()
+                    first = first or now
+                    arrivals.append(now)
+                    deltas.append(event["text"])
+                elif event["type"] in ("assistant.done", "error"):
+                    break
+            results.append(
+                {
+                    "ttft": (first or time.perf_counter()) - sent,
+                    "arrivals": arrivals,
+                    "text": "".join(deltas),
+                    "status": event.get("status", event.get("code")),
+                    "gaps": sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b != a + 1),
+                }
+            )
+    return results
+
+
+def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    from tests.conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "hermes_site.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return proc, port
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("daphne did not start")
+
+
+def _baseline_ratio(server: Any, transcript: list[dict[str, Any]]) -> float:
+    """Replay the same conversation, but rebuild the system prompt each turn (a fresh
+    memory snapshot and clock), as an app that does not freeze its prompt would."""
+    from openai import OpenAI
+
+    server.reset()
+    client = OpenAI(base_url=server.base_url, api_key="bench")
+    history: list[dict[str, Any]] = []
+    for turn, message in enumerate(transcript):
+        if message["role"] == "system":
+            continue
+        history.append(message)
+        if message["role"] != "user":
+            continue
+        system = {
+            "role": "system",
+            "content": f"Now: turn {turn}, {time.time()}.\n" + transcript[0]["content"],
+        }
+        client.chat.completions.create(model="scripted", messages=[system, *history])
+    usages = server.usages
+    return sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages) / max(
+        1, sum(u["prompt_tokens"] for u in usages)
+    )
+
+
+def _start_model(port: int) -> subprocess.Popen[bytes]:
+    """The scripted model in its own process, so its CPU is not charged to our stack."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.scripted_llm",
+            "--port",
+            str(port),
+            "--reply",
+            REPLY,
+            "--latency",
+            str(LATENCY),
+            "--chunk-delay",
+            str(CHUNK_DELAY),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("scripted model did not start")
+
+
+async def _direct(base_url: str) -> list[dict[str, Any]]:
+    """The same 50 streams read straight from the model with the openai client: the
+    floor our stack is measured against."""
+    from openai import AsyncOpenAI
+
+    async def one() -> dict[str, Any]:
+        client = AsyncOpenAI(base_url=base_url, api_key="bench")
+        sent = time.perf_counter()
+        arrivals: list[float] = []
+        stream = await client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "bench turn"}], stream=True
+        )
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                arrivals.append(time.perf_counter())
+        await client.close()
+        return {"ttft": arrivals[0] - sent, "arrivals": arrivals}
+
+    return await asyncio.gather(*(one() for _ in range(CHATS)))
+
+
+def _mean_gap_ms(arrivals: list[float]) -> float:
+    return (arrivals[-1] - arrivals[0]) / max(1, len(arrivals) - 1) * 1000
+
+
+def run(vendor: str) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    from tests.conftest import free_port
+    from tests.support.scripted_llm import ScriptedLLM
+
+    User = get_user_model()
+    users = [User.objects.create_user(f"bench{i}", password="x" * 12) for i in range(CHATS)]
+    cookies = [_cookie(u) for u in users]
+
+    model_port = free_port()
+    model = _start_model(model_port)
+    model_url = f"http://127.0.0.1:{model_port}/v1"
+    env = dict(os.environ)
+    env.update(
+        OPENAI_BASE_URL=model_url,
+        OPENAI_API_KEY="bench",
+        HERMES_MODEL="scripted",
+        HERMES_REVIEW_ENABLED="false",
+        HERMES_CELERY_EAGER="1",
+    )
+    proc, port = _start_server(env)
+    url = f"ws://127.0.0.1:{port}/ws/chat/"
+    try:
+        direct = asyncio.run(_direct(model_url))
+        idle_kb = _rss_kb(proc.pid)
+        per_socket_kb = asyncio.run(_socket_memory(url, cookies, proc.pid, idle_kb))
+        started = time.perf_counter()
+        runs = asyncio.run(_concurrent(url, cookies))
+        wall = time.perf_counter() - started
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        model.terminate()
+        model.wait(timeout=15)
+    results = [r for chat in runs for r in chat]
+    lost = sum(r["text"] != REPLY for r in results)
+    ttft_ours = percentiles([r["ttft"] * 1000 for r in results])
+    ttft_direct = percentiles([d["ttft"] * 1000 for d in direct])
+    gap_ours = percentiles([_mean_gap_ms(r["arrivals"]) for r in results if len(r["arrivals"]) > 1])
+    gap_direct = percentiles([_mean_gap_ms(d["arrivals"]) for d in direct])
+    events_per_answer = sum(len(r["arrivals"]) for r in results) / len(results)
+    chunks_per_answer = sum(len(d["arrivals"]) for d in direct) / len(direct)
+
+    # Prefix cache over a 30-turn session through our stack (in-process model, for usages).
+    with ScriptedLLM() as server:
+        server.add_rule("bench turn", reply="Short answer for the cache benchmark.")
+        env["OPENAI_BASE_URL"] = server.base_url
+        proc, port = _start_server(env)
+        try:
+            asyncio.run(
+                _chat(
+                    f"ws://127.0.0.1:{port}/ws/chat/",
+                    cookies[0],
+                    [f"bench turn {i}" for i in range(TURNS)],
+                )
+            )
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+        usages = server.usages
+        ours = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages) / max(
+            1, sum(u["prompt_tokens"] for u in usages)
+        )
+        baseline = _baseline_ratio(server, server.requests[-1]["messages"])
+
+    return {
+        "chats": CHATS,
+        "scripted_latency_ms": LATENCY * 1000,
+        "chunk_delay_ms": CHUNK_DELAY * 1000,
+        "wall_seconds": round(wall, 2),
+        "statuses": sorted({str(r["status"]) for r in results}),
+        "ttft_ms_through_our_stack": ttft_ours,
+        "ttft_ms_direct_from_model": ttft_direct,
+        "ttft_overhead_ms": {
+            "p50": round(ttft_ours["p50_ms"] - ttft_direct["p50_ms"], 1),
+            "p95": round(ttft_ours["p95_ms"] - ttft_direct["p95_ms"], 1),
+        },
+        "mean_gap_between_events_ms_ours": gap_ours,
+        "mean_gap_between_chunks_ms_direct": gap_direct,
+        "events_per_answer_ours": round(events_per_answer, 1),
+        "chunks_per_answer_direct": round(chunks_per_answer, 1),
+        "answers_with_lost_text": lost,
+        "seq_gaps": sum(r["gaps"] for r in results),
+        "memory_per_open_socket_kb": per_socket_kb,
+        "prefix_cache_ratio_frozen_prompt": round(ours, 4),
+        "prefix_cache_ratio_rebuilt_prompt": round(baseline, 4),
+    }
+
+
+async def _concurrent(url: str, cookies: list[str]) -> list[list[dict[str, Any]]]:
+    return await asyncio.gather(*(_chat(url, c, ["bench turn"]) for c in cookies))
+
+
+async def _socket_memory(url: str, cookies: list[str], pid: int, idle_kb: int) -> float:
+    import websockets
+
+    sockets = [
+        await websockets.connect(
+            url, additional_headers={"Cookie": c, "Origin": "http://127.0.0.1"}
+        )
+        for c in cookies
+    ]
+    await asyncio.sleep(0.5)
+    open_kb = _rss_kb(pid)
+    for ws in sockets:
+        await ws.close()
+    return round((open_kb - idle_kb) / len(sockets), 1)

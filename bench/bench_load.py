@@ -1,0 +1,326 @@
+"""Load on the team deployment: BENCH_LOAD_USERS (200) people chatting at once for
+BENCH_LOAD_SECONDS (60) through nginx (TLS) → two ASGI processes (`make serve`) → PostgreSQL
+and the Redis channel layer, against the scripted model in its own process.
+
+Each simulated person keeps one websocket open and loops: send a message, read the
+streamed answer to `assistant.done`, think BENCH_LOAD_THINK seconds (±50%), repeat. The
+client follows the protocol like chat.js: a gap in `seq` means events were dropped, and it
+resyncs with `chat.subscribe` (the running turn answers with `session.snapshot`).
+
+Figures: errors (must be 0: refused sockets, error events, timeouts), lost deltas (must
+be 0: answers whose text is not exactly the model's, seq gaps, and channel-layer "over
+capacity" drops logged by the servers), turn time and time to first delta through our
+stack against the same stream read straight from the model (their difference is the
+overhead our stack adds), and CPU and memory of every process of the stack.
+
+    BENCH_LOAD_USERS=200 BENCH_LOAD_SECONDS=60 .venv/bin/python -m bench load
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.harness import percentiles
+
+VENDORS = ("postgresql",)
+USERS = int(os.environ.get("BENCH_LOAD_USERS", 200))
+SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", 60))
+THINK = float(os.environ.get("BENCH_LOAD_THINK", 8.0))
+TURN_TIMEOUT = 60.0
+LATENCY = 0.2  # seconds the scripted model waits before its first byte
+CHUNK_DELAY = 0.02  # seconds between its chunks
+REPLY = " ".join(f"word{i}" for i in range(60)) + "."
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def _memory_kb(pid: int) -> dict[str, int]:
+    out = {"rss_kb": 0, "peak_rss_kb": 0}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out["rss_kb"] = int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                out["peak_rss_kb"] = int(line.split()[1])
+    except OSError:
+        pass
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _process_groups(stack: Any) -> dict[str, list[int]]:
+    """Our processes by role (make's own shell and wrappers left out)."""
+    from tests.deploy.stack import descendants
+
+    groups: dict[str, list[int]] = {}
+    for name, proc in stack.procs.items():
+        pids = [proc.popen.pid, *descendants(proc.popen.pid)]
+        real = [p for p in pids if not _cmdline(p).startswith(("make ", "/bin/sh "))]
+        groups[name] = real
+    groups["load client (this process)"] = [os.getpid()]
+    return groups
+
+
+def _snapshot(groups: dict[str, list[int]]) -> dict[str, float]:
+    return {name: sum(_cpu_seconds(p) for p in pids) for name, pids in groups.items()}
+
+
+def _cookies(n: int) -> list[str]:
+    """n people with a logged-in session each (no password hashing: sessions are made the
+    way Django's login() makes them)."""
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+    from django.contrib.auth.hashers import make_password
+    from django.contrib.sessions.backends.db import SessionStore
+
+    User = get_user_model()
+    User.objects.bulk_create(
+        [User(username=f"load{i}", password=make_password(None)) for i in range(n)]
+    )
+    cookies = []
+    for user in User.objects.filter(username__startswith="load").order_by("pk"):
+        session = SessionStore()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "accounts.backends.ThrottledModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        cookies.append(f"sessionid={session.session_key}")
+    return cookies
+
+
+class Person:
+    """One simulated person: a socket, a conversation, and what happened to it."""
+
+    def __init__(self, stack: Any, cookie: str) -> None:
+        self.stack = stack
+        self.cookie = cookie
+        self.session: str | None = None
+        self.turns: list[dict[str, float]] = []
+        self.errors: list[str] = []
+        self.lost = 0  # answers whose final text differs from the model's
+        self.gaps = 0  # seq gaps seen (each resynced)
+        self.events = 0
+
+    async def run(self, start_at: float, stop_at: float) -> None:
+        import websockets
+
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        try:
+            ws = await websockets.connect(
+                f"wss://hermes.test:{self.stack.nginx_port}/ws/chat/",
+                host="127.0.0.1",
+                port=self.stack.nginx_port,
+                ssl=self.stack.ssl_context(),
+                origin=self.stack.origin,
+                additional_headers={"Cookie": self.cookie},
+                max_size=2**22,
+                open_timeout=30,
+            )
+        except Exception as exc:  # noqa: BLE001 — every failure is an error figure
+            self.errors.append(f"connect: {type(exc).__name__}: {exc}")
+            return
+        try:
+            while time.monotonic() < stop_at:
+                try:
+                    await asyncio.wait_for(self.turn(ws), TURN_TIMEOUT)
+                except TimeoutError:
+                    self.errors.append("turn timed out")
+                    return
+                await asyncio.sleep(THINK * random.uniform(0.5, 1.5))
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            await ws.close()
+
+    async def turn(self, ws: Any) -> None:
+        sent = time.perf_counter()
+        await ws.send(
+            json.dumps({"type": "chat.send", "session": self.session, "text": "load turn"})
+        )
+        text, last_seq, first, message = "", 0, None, None
+        while True:
+            event = json.loads(await ws.recv())
+            self.events += 1
+            kind = event["type"]
+            seq = event.get("seq")
+            if kind == "session.snapshot":
+                text, last_seq = event["text"], event["seq"]
+                continue
+            if isinstance(seq, int):
+                if seq <= last_seq:
+                    continue  # already contained in a snapshot
+                if seq > last_seq + 1:
+                    self.gaps += 1
+                    await ws.send(json.dumps({"type": "chat.subscribe", "session": self.session}))
+                last_seq = seq
+            if kind == "session.started":
+                self.session = event["session"]
+            elif kind == "assistant.delta":
+                first = first or time.perf_counter()
+                message = event.get("message_id", message)
+                text += event["text"]
+            elif kind == "error":
+                self.errors.append(f"{event.get('code')}: {event.get('message')}")
+                return
+            elif kind == "assistant.done":
+                done = time.perf_counter()
+                if event.get("status") != "complete":
+                    self.errors.append(f"answer {event.get('status')}")
+                if text != REPLY:
+                    self.lost += 1
+                self.turns.append({"total": done - sent, "ttft": (first or done) - sent})
+                return
+
+
+async def _direct(base_url: str, n: int) -> list[dict[str, float]]:
+    """The same stream read straight from the model with the openai client, one at a time:
+    the floor the overhead is measured against."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="bench")
+    samples = []
+    for _ in range(n):
+        sent = time.perf_counter()
+        first = None
+        stream = await client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "load turn"}], stream=True
+        )
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content and first is None:
+                first = time.perf_counter()
+        done = time.perf_counter()
+        samples.append({"total": done - sent, "ttft": (first or done) - sent})
+    await client.close()
+    return samples
+
+
+async def _load(stack: Any, cookies: list[str]) -> tuple[list[Person], float]:
+    people = [Person(stack, c) for c in cookies]
+    # Everyone connects within the first 5 s, then chats until the end.
+    ramp = min(5.0, SECONDS / 4)
+    begin = time.monotonic()
+    stop_at = begin + SECONDS
+    await asyncio.gather(
+        *(p.run(begin + ramp * i / len(people), stop_at) for i, p in enumerate(people))
+    )
+    return people, time.monotonic() - begin
+
+
+def run(vendor: str) -> dict[str, Any]:
+    from django.conf import settings
+    from django.db import connections
+
+    from tests.deploy.stack import missing_prerequisites, running_stack
+
+    why = missing_prerequisites()
+    if why:
+        return {"skipped": why}
+    cookies = _cookies(USERS)
+    connections.close_all()
+    tmp = Path(tempfile.mkdtemp(prefix="hermes-bench-load-"))
+    with running_stack(
+        tmp,
+        model_reply=REPLY,
+        model_latency=LATENCY,
+        model_chunk_delay=CHUNK_DELAY,
+        nginx_workers="auto",
+        # The database bench.harness made and migrated for this run.
+        database_url=os.environ["DATABASE_URL"],
+        extra_env={"SECRET_KEY": settings.SECRET_KEY},
+    ) as stack:
+        model_url = stack.env["OPENAI_BASE_URL"]
+        direct = asyncio.run(_direct(model_url, 20))
+        groups = _process_groups(stack)
+        cpu_before = _snapshot(groups)
+        wall_started = time.monotonic()
+        people, wall = asyncio.run(_load(stack, cookies))
+        cpu_after = _snapshot(groups)
+        memory = {
+            name: {
+                "processes": len(pids),
+                **{key: sum(_memory_kb(p)[key] for p in pids) for key in ("rss_kb", "peak_rss_kb")},
+            }
+            for name, pids in groups.items()
+        }
+        elapsed = time.monotonic() - wall_started
+        over_capacity = sum(
+            len(re.findall(r"over capacity", p.text())) for p in stack.procs.values()
+        )
+        server_errors = sum(p.text().count('"level": "ERROR"') for name, p in stack.procs.items())
+    turns = [t for p in people for t in p.turns]
+    errors = [e for p in people for e in p.errors]
+    direct_total = statistics.median(d["total"] for d in direct)
+    direct_ttft = statistics.median(d["ttft"] for d in direct)
+    return {
+        "users": USERS,
+        "seconds": SECONDS,
+        "think_seconds": THINK,
+        "asgi_processes": len(stack.asgi_ports),
+        "scripted_latency_ms": LATENCY * 1000,
+        "chunk_delay_ms": CHUNK_DELAY * 1000,
+        "wall_seconds": round(wall, 1),
+        "turns": len(turns),
+        "turns_per_second": round(len(turns) / wall, 1),
+        "events_received": sum(p.events for p in people),
+        "errors": len(errors),
+        "error_examples": sorted(set(errors))[:5],
+        "server_error_log_lines": server_errors,
+        "lost_deltas": {
+            "answers_with_wrong_text": sum(p.lost for p in people),
+            "seq_gaps_resynced": sum(p.gaps for p in people),
+            "channel_layer_over_capacity_logs": over_capacity,
+        },
+        "turn_ms_through_stack": percentiles([t["total"] * 1000 for t in turns]),
+        "ttft_ms_through_stack": percentiles([t["ttft"] * 1000 for t in turns]),
+        "turn_ms_direct_from_model_median": round(direct_total * 1000, 1),
+        "ttft_ms_direct_from_model_median": round(direct_ttft * 1000, 1),
+        "overhead_ms": {
+            "turn_p50": round(
+                percentiles([t["total"] * 1000 for t in turns])["p50_ms"] - direct_total * 1000,
+                1,
+            )
+            if turns
+            else None,
+            "turn_p95": round(
+                percentiles([t["total"] * 1000 for t in turns])["p95_ms"] - direct_total * 1000,
+                1,
+            )
+            if turns
+            else None,
+            "ttft_p95": round(
+                percentiles([t["ttft"] * 1000 for t in turns])["p95_ms"] - direct_ttft * 1000, 1
+            )
+            if turns
+            else None,
+        },
+        "cpu_percent_of_one_core": {
+            name: round((cpu_after[name] - cpu_before[name]) / elapsed * 100, 1) for name in groups
+        },
+        "memory": memory,
+    }

@@ -1,0 +1,8 @@
+"""Memory providers: the built-in one plus at most one external provider (see manager)."""
+
+from __future__ import annotations
+
+from .base import MemoryProvider
+from .manager import MemoryManager
+
+__all__ = ["MemoryManager", "MemoryProvider"]

@@ -1,0 +1,168 @@
+"""Reads of L1 memory, always scoped to one owner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from accounts.models import Profile
+from hermes_site.exceptions import NotFound
+from sessions_app.models import Session
+
+from .models import ENTRY_DELIMITER, MemoryEntry, MemoryEvent, SessionMemorySnapshot, Target
+
+#: Hermes' display names, used in the prompt headers and in error messages.
+TARGET_LABELS = {Target.MEMORY: "Memory", Target.USER: "User profile"}
+
+
+@dataclass(frozen=True)
+class Usage:
+    current: int
+    limit: int
+    entry_count: int
+
+    @property
+    def pct(self) -> int:
+        if self.limit <= 0:
+            return 100 if self.current else 0
+        return min(100, int(100 * self.current / self.limit))
+
+    @property
+    def over(self) -> bool:
+        return self.current > self.limit
+
+    @property
+    def display(self) -> str:
+        """For pages: "67% — 1,474/2,200"."""
+        return self.text(unit=False)
+
+    def text(self, *, unit: bool = True) -> str:
+        """Hermes' usage string: "67% — 1,474/2,200 chars"."""
+        suffix = " chars" if unit else ""
+        return f"{self.pct}% — {self.current:,}/{self.limit:,}{suffix}"
+
+
+def usage_of(contents: list[str]) -> int:
+    """Size of a list as Hermes stores it: the entries joined by the 3-character delimiter."""
+    if not contents:
+        return 0
+    return sum(len(c) for c in contents) + len(ENTRY_DELIMITER) * (len(contents) - 1)
+
+
+def _profile(user: AbstractBaseUser) -> Profile | None:
+    # A read must not create the profile (that would be a write, and a lock on SQLite).
+    return Profile.objects.filter(user=user).first()
+
+
+@dataclass(frozen=True)
+class MemoryPrefs:
+    """A user's memory settings: their overrides on the Profile, else the deployment's."""
+
+    enabled: bool
+    approval: bool
+    memory_limit: int
+    user_limit: int
+
+    def limit(self, target: str) -> int:
+        return self.user_limit if target == Target.USER else self.memory_limit
+
+
+def memory_prefs(*, user: AbstractBaseUser) -> MemoryPrefs:
+    profile = _profile(user)
+    memory_limit = profile.memory_char_limit if profile else None
+    user_limit = profile.user_char_limit if profile else None
+    return MemoryPrefs(
+        enabled=profile.memory_enabled if profile else True,
+        approval=profile.memory_write_approval if profile else False,
+        memory_limit=memory_limit
+        if memory_limit is not None
+        else settings.HERMES_MEMORY_CHAR_LIMIT,
+        user_limit=user_limit if user_limit is not None else settings.HERMES_USER_CHAR_LIMIT,
+    )
+
+
+def memory_limit(*, user: AbstractBaseUser, target: str) -> int:
+    """The user's character budget for `target`."""
+    return memory_prefs(user=user).limit(target)
+
+
+def memory_settings(*, user: AbstractBaseUser) -> tuple[bool, bool]:
+    """(memory enabled, write approval on) for the user."""
+    prefs = memory_prefs(user=user)
+    return prefs.enabled, prefs.approval
+
+
+def memory_entries(
+    *, user: AbstractBaseUser, target: str | None = None, status: str | None = "active"
+) -> QuerySet[MemoryEntry]:
+    qs = MemoryEntry.objects.filter(owner=user)
+    if target is not None:
+        qs = qs.filter(target=target)
+    if status is not None:
+        qs = qs.filter(status=status)
+    return qs.order_by("target", "order", "id")
+
+
+def memory_contents(*, user: AbstractBaseUser, target: str) -> list[str]:
+    return list(memory_entries(user=user, target=target).values_list("content", flat=True))
+
+
+def memory_usage(*, user: AbstractBaseUser, target: str) -> Usage:
+    contents = memory_contents(user=user, target=target)
+    return Usage(usage_of(contents), memory_limit(user=user, target=target), len(contents))
+
+
+def memory_export(*, user: AbstractBaseUser, target: str) -> str:
+    """The list as Hermes' MEMORY.md / USER.md: entries joined by "\\n§\\n", no trailing
+    newline; an empty list is an empty file."""
+    return ENTRY_DELIMITER.join(memory_contents(user=user, target=target))
+
+
+def access_memory_entry(
+    *, user: AbstractBaseUser, entry_id: int, status: str | None = None
+) -> MemoryEntry:
+    """The user's entry with this id; another user's id is indistinguishable from none."""
+    qs = MemoryEntry.objects.filter(owner=user, pk=entry_id)
+    if status is not None:
+        qs = qs.filter(status=status)
+    entry = qs.select_related("source_session", "pending_of").first()
+    if entry is None:
+        raise NotFound("memory entry")
+    return entry
+
+
+def memory_events(*, user: AbstractBaseUser) -> QuerySet[MemoryEvent]:
+    return (
+        MemoryEvent.objects.filter(owner=user)
+        .select_related("session", "actor")
+        .order_by("-created_at", "-id")
+    )
+
+
+def sessions_that_saw_entry(*, entry: MemoryEntry) -> QuerySet[Session]:
+    """Sessions whose frozen system prompt showed this entry (owner-scoped: snapshots only
+    ever hold the session owner's own entries, and the filter says so again)."""
+    return (
+        Session.objects.filter(owner_id=entry.owner_id, memory_snapshots__entries=entry)
+        .distinct()
+        .order_by("-started_at")
+    )
+
+
+def memory_entries_included(*, session: Session) -> QuerySet[MemoryEntry]:
+    """Entries the session's latest memory snapshot showed (after compression rebuilt the
+    prompt, that is the rebuilt one)."""
+    latest = (
+        SessionMemorySnapshot.objects.filter(session=session)
+        .order_by("-created_at", "-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if latest is None:
+        return MemoryEntry.objects.none()
+    return MemoryEntry.objects.filter(owner_id=session.owner_id, snapshots__pk=latest).order_by(
+        "target", "order", "id"
+    )

@@ -1,0 +1,50 @@
+"""The memory app's services: the one write path for the `memory` tool, the Memory page,
+the REST API, the admin and imports, plus the frozen prompt snapshot.
+
+    validation  target / text / operation checks (before any lock)
+    engine      Hermes' matching and apply rules on an in-memory copy
+    store       the locked write (anchor row lock, budget, persistence, audit)
+    entries     add / replace / remove / batch / id-based edits / approvals
+    transfer    MEMORY.md / USER.md import
+    snapshot    the MEMORY / USER PROFILE blocks frozen into a session's prompt
+"""
+
+from __future__ import annotations
+
+from .entries import (
+    memory_add,
+    memory_apply_batch,
+    memory_entry_delete,
+    memory_entry_update,
+    memory_pending_approve,
+    memory_pending_reject,
+    memory_remove,
+    memory_replace,
+)
+from .snapshot import Snapshot, memory_snapshot, memory_snapshot_freeze, render_block
+from .store import WriteResult
+from .transfer import memory_import, parse_memory_file
+from .validation import Op, Provenance, check_content, check_target, parse_operations
+
+__all__ = [
+    "Op",
+    "Provenance",
+    "Snapshot",
+    "WriteResult",
+    "check_content",
+    "check_target",
+    "memory_add",
+    "memory_apply_batch",
+    "memory_entry_delete",
+    "memory_entry_update",
+    "memory_import",
+    "memory_pending_approve",
+    "memory_pending_reject",
+    "memory_remove",
+    "memory_replace",
+    "memory_snapshot",
+    "memory_snapshot_freeze",
+    "parse_memory_file",
+    "parse_operations",
+    "render_block",
+]

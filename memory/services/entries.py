@@ -1,0 +1,176 @@
+"""The write services callers use: add, replace, remove, batches, id-based edits from the
+pages/API/admin, and approving or rejecting the agent's staged writes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from hermes_site.exceptions import NotFound, ServiceError
+
+from ..models import MemoryEntry, MemoryEvent
+from ..selectors import access_memory_entry
+from .store import WriteResult, log_events, write
+from .validation import Op, Provenance
+
+
+def memory_add(
+    *,
+    user: AbstractBaseUser,
+    target: str,
+    content: str,
+    provenance: Provenance | None = None,
+) -> WriteResult:
+    return write(
+        user=user, target=target, ops=[Op("add", content)], provenance=provenance or Provenance()
+    )
+
+
+def memory_replace(
+    *,
+    user: AbstractBaseUser,
+    target: str,
+    old_text: str,
+    content: str,
+    provenance: Provenance | None = None,
+) -> WriteResult:
+    return write(
+        user=user,
+        target=target,
+        ops=[Op("replace", content, old_text)],
+        provenance=provenance or Provenance(),
+    )
+
+
+def memory_remove(
+    *,
+    user: AbstractBaseUser,
+    target: str,
+    old_text: str,
+    provenance: Provenance | None = None,
+) -> WriteResult:
+    return write(
+        user=user,
+        target=target,
+        ops=[Op("remove", "", old_text)],
+        provenance=provenance or Provenance(),
+    )
+
+
+def memory_apply_batch(
+    *,
+    user: AbstractBaseUser,
+    target: str,
+    operations: Sequence[Op],
+    provenance: Provenance | None = None,
+) -> WriteResult:
+    """All-or-nothing: every operation applies, or none does. The budget is checked on
+    the final state only, so a batch may remove first and add after."""
+    if not operations:
+        raise ServiceError("invalid", "operations is empty; give at least one operation.")
+    return write(
+        user=user,
+        target=target,
+        ops=list(operations),
+        provenance=provenance or Provenance(),
+        kind="batch",
+    )
+
+
+def memory_entry_update(
+    *,
+    user: AbstractBaseUser,
+    entry_id: int,
+    content: str,
+    provenance: Provenance | None = None,
+) -> WriteResult:
+    """Replace the text of one of the user's active entries, named by id (pages, API,
+    admin). Never staged: approval mode is about the agent's writes."""
+    entry = access_memory_entry(user=user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE)
+    return write(
+        user=user,
+        target=entry.target,
+        ops=[Op("replace", content, "", entry_id=entry.pk)],
+        provenance=provenance or Provenance(),
+        stage=False,
+    )
+
+
+def memory_entry_delete(
+    *, user: AbstractBaseUser, entry_id: int, provenance: Provenance | None = None
+) -> WriteResult:
+    entry = access_memory_entry(user=user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE)
+    return write(
+        user=user,
+        target=entry.target,
+        ops=[Op("remove", "", "", entry_id=entry.pk)],
+        provenance=provenance or Provenance(),
+        stage=False,
+    )
+
+
+def memory_pending_approve(
+    *, user: AbstractBaseUser, entry_id: int, provenance: Provenance | None = None
+) -> WriteResult:
+    """Apply a staged write with the same checks as any write (scan, matching, budget).
+
+    The entry keeps the provenance of the agent's proposal (its chat and source); the
+    audit event records the approval and who gave it.
+    """
+    provenance = provenance or Provenance()
+    pending = access_memory_entry(user=user, entry_id=entry_id, status=MemoryEntry.Status.PENDING)
+    if pending.pending_action == MemoryEntry.PendingAction.ADD:
+        op = Op("add", pending.content)
+    elif pending.pending_of_id is None:
+        raise ServiceError(
+            "not_found", "The entry this change would modify no longer exists; reject it."
+        )
+    else:
+        op = Op(pending.pending_action, pending.content, "", entry_id=pending.pending_of_id)
+
+    def done() -> None:
+        # Under the same lock and transaction as the write: the proposal is used up.
+        MemoryEntry.objects.filter(pk=pending.pk).delete()
+
+    return write(
+        user=user,
+        target=pending.target,
+        ops=[op],
+        provenance=Provenance(
+            source=pending.source,
+            session_id=pending.source_session_id,
+            message_id=pending.source_message_id,
+            actor=provenance.actor or user,
+        ),
+        stage=False,
+        event_action=MemoryEvent.Action.APPROVE,
+        on_success=done,
+    )
+
+
+def memory_pending_reject(
+    *, user: AbstractBaseUser, entry_id: int, provenance: Provenance | None = None
+) -> None:
+    provenance = provenance or Provenance()
+    pending = access_memory_entry(user=user, entry_id=entry_id, status=MemoryEntry.Status.PENDING)
+    with transaction.atomic():
+        deleted, _ = MemoryEntry.objects.filter(pk=pending.pk, status="pending").delete()
+        if not deleted:
+            raise NotFound("memory entry")
+        log_events(
+            user,
+            pending.target,
+            provenance,
+            pending.source_session_id,
+            [
+                {
+                    "action": MemoryEvent.Action.REJECT,
+                    "before": pending.pending_of.content if pending.pending_of else "",
+                    "after": pending.content,
+                    "verdict": MemoryEvent.Verdict.REJECTED,
+                    "detail": f"Proposed {pending.pending_action} rejected.",
+                }
+            ],
+        )

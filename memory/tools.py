@@ -1,0 +1,180 @@
+"""The `memory` tool: the agent's way to curate its L1 memory (Hermes' memory tool).
+
+Registered from MemoryConfig.ready(). The handler acts as `ctx.user` only and calls the
+same services as the Memory page and the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_site.exceptions import ServiceError
+from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result, registry
+
+from .models import Target
+from .selectors import memory_settings
+from .services import (
+    Provenance,
+    check_target,
+    memory_add,
+    memory_apply_batch,
+    memory_remove,
+    memory_replace,
+    parse_operations,
+)
+
+#: Failed memory calls allowed per turn before the tool tells the model to stop (#42405).
+FAILURE_CAP = 3
+
+DESCRIPTION = """\
+Save durable facts to your persistent memory. It is shown to you at the start of every \
+future session; this session's prompt does not change, so rely on this tool's result \
+for the live usage.
+
+Two targets:
+- "user": who the user is — name, role, preferences, communication style, standing \
+constraints.
+- "memory": your own notes — facts about their environment and projects, conventions, \
+tool quirks, lessons learned.
+
+What belongs here: facts that will still be true next week. Save proactively when you \
+learn one, in this order: user preferences and corrections, then environment facts, then \
+conventions. Write declarative facts ("User prefers concise answers"), not commands \
+("Always answer concisely").
+What does not: task progress, temporary state, anything only this conversation needs \
+(past conversations are searchable). Step-by-step procedures belong in skills, not here.
+
+Memory has a hard size limit (shown in its header). When it is full, consolidate — merge, \
+shorten or remove stale entries — instead of skipping the fact. Make several changes in \
+one call with `operations` (all-or-nothing). replace and remove find the entry by \
+`old_text`, a short substring unique to it; replace swaps the whole entry for `content`."""
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "enum": ["add", "replace", "remove"],
+            "description": "What to do (omit when you give `operations`).",
+        },
+        "target": {
+            "type": "string",
+            "enum": ["memory", "user"],
+            "description": "'user' for facts about the user, 'memory' for your own notes.",
+        },
+        "content": {
+            "type": "string",
+            "description": "The entry text (add), or the new text of the whole entry (replace).",
+        },
+        "old_text": {
+            "type": "string",
+            "description": "For replace/remove: a short substring unique to the entry.",
+        },
+        "operations": {
+            "type": "array",
+            "description": "Several changes to one target in one all-or-nothing call.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                    "content": {"type": "string"},
+                    "old_text": {"type": "string"},
+                },
+                "required": ["action"],
+            },
+        },
+    },
+    "required": ["target"],
+}
+
+NOTICES = {Target.MEMORY: "Memory updated", Target.USER: "User profile updated"}
+
+
+def _stop_result(failures: int) -> ToolResult:
+    message = (
+        f"Memory consolidation failed {failures} times this turn. Stop retrying memory calls "
+        "in this turn: continue with the user's request, and tell them briefly what could "
+        "not be saved (they can edit memory on the Memory page)."
+    )
+    return ToolResult(
+        ok=False,
+        payload={"success": False, "done": True, "error": message},
+        summary="stopped after repeated failures",
+    )
+
+
+def _run(ctx: ToolContext, args: dict[str, Any]):  # type: ignore[no-untyped-def]
+    enabled, _approval = memory_settings(user=ctx.user)
+    if not enabled:
+        raise ServiceError(
+            "memory_off",
+            "Memory is not available: the user has turned memory off. Do not retry.",
+        )
+    target = check_target(args.get("target"))
+    provenance = Provenance(
+        source=ctx.origin,
+        session_id=ctx.session_id,
+        message_id=ctx.message_id,
+        actor=ctx.user,
+    )
+    if args.get("operations") is not None:
+        ops = parse_operations(args["operations"])
+        return memory_apply_batch(
+            user=ctx.user, target=target, operations=ops, provenance=provenance
+        )
+    action = args.get("action")
+    content = args.get("content")
+    old_text = args.get("old_text")
+    if action == "add":
+        return memory_add(user=ctx.user, target=target, content=content, provenance=provenance)
+    if action == "replace":
+        return memory_replace(
+            user=ctx.user,
+            target=target,
+            old_text=old_text,
+            content=content,
+            provenance=provenance,
+        )
+    if action == "remove":
+        return memory_remove(user=ctx.user, target=target, old_text=old_text, provenance=provenance)
+    if action is None:
+        raise ServiceError(
+            "invalid", "Give an action (add, replace or remove) or a list of operations."
+        )
+    shown = action if isinstance(action, str) else type(action).__name__
+    raise ServiceError("unknown_action", f"Unknown action '{shown}'. Use: add, replace, remove")
+
+
+def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    failures = ctx.turn.failures.get("memory", 0)
+    if failures >= FAILURE_CAP:
+        ctx.turn.failures["memory"] = failures + 1
+        return _stop_result(failures)
+    try:
+        result = _run(ctx, args)
+    except ServiceError as exc:
+        ctx.turn.failures["memory"] = failures + 1
+        return error_result(exc.code, exc.message, **exc.details)
+    ctx.turn.failures["memory"] = 0
+    notice = None
+    if result.staged and result.entries:
+        notice = ("memory_saved", "Memory change waiting for your approval")
+    elif result.changed:
+        notice = ("memory_saved", NOTICES[Target(result.target)])
+    return ToolResult(
+        ok=True,
+        payload=result.tool_payload(),
+        summary=f"{result.message} ({result.usage.text()})",
+        notice=notice,
+    )
+
+
+memory_tool = registry.register(
+    Tool(
+        name="memory",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        handler=handle_memory,
+        toolset="memory",
+    )
+)

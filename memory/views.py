@@ -1,0 +1,271 @@
+"""The Memory page and its audit log. Thin: every change goes through memory.services.
+
+A refused change re-renders the page with the text the person typed and the reason, so
+nothing they wrote is lost; a successful one redirects (post/redirect/get).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from hermes_site.exceptions import NotFound, ServiceError
+
+from . import selectors, services
+from .apis import export_response, read_upload
+from .forms import EntryForm, ImportForm
+from .models import MemoryEntry, MemoryEvent, Source, Target
+
+PAGE = services.Provenance(source=Source.MANUAL)
+IMPORT = services.Provenance(source=Source.IMPORT)
+
+BLURBS = {
+    Target.MEMORY: "The agent's own notes: your environment, projects, conventions and "
+    "lessons it should remember.",
+    Target.USER: "Who you are: your name, role, preferences and how you like to work.",
+}
+
+
+def _target_or_404(target: str) -> str:
+    if target not in Target.values:
+        raise Http404
+    return target
+
+
+def _page_message(exc: ServiceError, target: str) -> str:
+    """The service's reason, reworded where it speaks to the model rather than a person."""
+    if exc.code == "over_limit":
+        label = Target(target).label
+        current, _, limit = str(exc.details.get("usage", "")).partition("/")
+        size = exc.details.get("entry_size")
+        if current.isdigit() and limit.isdigit():
+            where = f"{label} is at {int(current):,}/{int(limit):,} characters"
+            what = f"this text ({size:,} characters)" if isinstance(size, int) else "this"
+            return (
+                f"Not saved: {where} and {what} would go over the limit. "
+                "Shorten it, or edit or delete other entries first."
+            )
+    return exc.message
+
+
+def _lists(request: HttpRequest, prefs: selectors.MemoryPrefs) -> list[dict[str, Any]]:
+    entries = list(
+        selectors.memory_entries(user=request.user)
+        .select_related("source_session")
+        .order_by("target", "order", "id")
+    )
+    result = []
+    for target in Target:
+        mine = [e for e in entries if e.target == target]
+        usage = selectors.Usage(
+            selectors.usage_of([e.content for e in mine]),
+            prefs.limit(target),
+            len(mine),
+        )
+        result.append(
+            {
+                "target": target.value,
+                "title": target.label,
+                "blurb": BLURBS[target],
+                "entries": mine,
+                "usage": usage,
+                "high": int(usage.limit * 0.9),
+                "form": EntryForm(auto_id=f"id_{target.value}_%s"),
+                "error": None,
+            }
+        )
+    return result
+
+
+def _render_page(
+    request: HttpRequest,
+    *,
+    status: int = 200,
+    add: tuple[str, str, str] | None = None,
+    edit: tuple[int, str, str] | None = None,
+    import_form: ImportForm | None = None,
+    import_error: str | None = None,
+    pending_error: tuple[int, str] | None = None,
+) -> HttpResponse:
+    prefs = selectors.memory_prefs(user=request.user)
+    lists = _lists(request, prefs)
+    for item in lists:
+        if add is not None and item["target"] == add[0]:
+            item["form"] = EntryForm(initial={"content": add[1]}, auto_id=f"id_{item['target']}_%s")
+            item["error"] = add[2]
+        if edit is not None:
+            for entry in item["entries"]:
+                if entry.pk == edit[0]:
+                    entry.edit_text, entry.edit_error = edit[1], edit[2]
+    pending = list(
+        selectors.memory_entries(user=request.user, status=MemoryEntry.Status.PENDING)
+        .select_related("source_session", "pending_of")
+        .order_by("created_at", "id")
+    )
+    if pending_error is not None:
+        for entry in pending:
+            if entry.pk == pending_error[0]:
+                entry.error = pending_error[1]
+    return render(
+        request,
+        "memory/memory.html",
+        {
+            "lists": lists,
+            "pending": pending,
+            "memory_enabled": prefs.enabled,
+            "approval": prefs.approval,
+            "import_form": import_form or ImportForm(),
+            "import_error": import_error,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def memory_page(request: HttpRequest) -> HttpResponse:
+    return _render_page(request)
+
+
+@login_required
+@require_POST
+def entry_add(request: HttpRequest, target: str) -> HttpResponse:
+    target = _target_or_404(target)
+    text = request.POST.get("content", "")
+    try:
+        result = services.memory_add(
+            user=request.user, target=target, content=text, provenance=PAGE
+        )
+    except ServiceError as exc:
+        return _render_page(request, status=400, add=(target, text, _page_message(exc, target)))
+    messages.success(request, f"{Target(target).label}: {result.message}")
+    return redirect(reverse("memory_page") + f"#list-{target}")
+
+
+@login_required
+@require_POST
+def entry_edit(request: HttpRequest, entry_id: int) -> HttpResponse:
+    try:
+        entry = selectors.access_memory_entry(
+            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
+        )
+    except NotFound:
+        raise Http404 from None
+    text = request.POST.get("content", "")
+    try:
+        result = services.memory_entry_update(
+            user=request.user, entry_id=entry.pk, content=text, provenance=PAGE
+        )
+    except ServiceError as exc:
+        return _render_page(
+            request, status=400, edit=(entry.pk, text, _page_message(exc, entry.target))
+        )
+    messages.success(request, f"{entry.get_target_display()}: {result.message}")
+    return redirect(reverse("memory_page") + f"#list-{entry.target}")
+
+
+@login_required
+@require_POST
+def entry_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
+    try:
+        entry = selectors.access_memory_entry(
+            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
+        )
+        services.memory_entry_delete(user=request.user, entry_id=entry.pk, provenance=PAGE)
+    except NotFound:
+        raise Http404 from None
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("memory_page")
+    messages.success(request, f"{entry.get_target_display()}: entry deleted.")
+    return redirect(reverse("memory_page") + f"#list-{entry.target}")
+
+
+@login_required
+@require_POST
+def pending_approve(request: HttpRequest, entry_id: int) -> HttpResponse:
+    try:
+        entry = selectors.access_memory_entry(
+            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.PENDING
+        )
+        result = services.memory_pending_approve(
+            user=request.user, entry_id=entry.pk, provenance=PAGE
+        )
+    except NotFound:
+        raise Http404 from None
+    except ServiceError as exc:
+        return _render_page(
+            request, status=400, pending_error=(entry_id, _page_message(exc, entry.target))
+        )
+    messages.success(request, f"Approved. {entry.get_target_display()}: {result.message}")
+    return redirect("memory_page")
+
+
+@login_required
+@require_POST
+def pending_reject(request: HttpRequest, entry_id: int) -> HttpResponse:
+    try:
+        services.memory_pending_reject(user=request.user, entry_id=entry_id, provenance=PAGE)
+    except NotFound:
+        raise Http404 from None
+    messages.success(request, "Rejected; nothing was saved.")
+    return redirect("memory_page")
+
+
+@login_required
+@require_POST
+def memory_import_view(request: HttpRequest) -> HttpResponse:
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _render_page(
+            request, status=400, import_form=form, import_error="Check the fields below."
+        )
+    target = form.cleaned_data["target"]
+    try:
+        upload = form.cleaned_data.get("file")
+        text = read_upload(upload) if upload else form.cleaned_data.get("text", "")
+        if not text.strip():
+            raise ServiceError("empty", "Choose a file or paste its text.")
+        result = services.memory_import(
+            user=request.user,
+            target=target,
+            text=text,
+            replace_all=form.cleaned_data["mode"] == "replace",
+            provenance=IMPORT,
+        )
+    except ServiceError as exc:
+        return _render_page(
+            request, status=400, import_form=form, import_error=_page_message(exc, target)
+        )
+    messages.success(request, f"{Target(target).label}: {result.message}")
+    return redirect(reverse("memory_page") + f"#list-{target}")
+
+
+@login_required
+@require_GET
+def memory_export_view(request: HttpRequest, target: str) -> HttpResponse:
+    return export_response(user=request.user, target=_target_or_404(target))
+
+
+@login_required
+@require_GET
+def memory_log(request: HttpRequest) -> HttpResponse:
+    events = selectors.memory_events(user=request.user)
+    verdict = request.GET.get("verdict", "")
+    if verdict in MemoryEvent.Verdict.values:
+        events = events.filter(verdict=verdict)
+    else:
+        verdict = ""
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "memory/log.html",
+        {"page": page, "verdict": verdict, "verdicts": MemoryEvent.Verdict.choices},
+    )

@@ -1,0 +1,97 @@
+"""The frozen system prompt (L0 working context).
+
+Assembled once per session, stored on it, and sent byte-for-byte on every call so the
+provider's prefix cache keeps hitting; only compression rebuilds it. Memory writes made
+during the session therefore do not change it — the memory tool reports live usage instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from accounts.services import profile_get
+
+from ..models import Session
+from ..services import system_prompt_store
+from .tools import registry
+
+MEMORY_GUIDANCE = (
+    "## Memory\n"
+    "You have a persistent memory of this person across conversations: your notes (MEMORY) "
+    "and their profile (USER PROFILE), shown below as they were when this conversation "
+    "started. Use the `memory` tool to add, replace or remove entries. Save durable, "
+    "declarative facts that will matter in every future conversation — preferences, "
+    'corrections, who they are, their environment — as soon as you learn them ("User '
+    'prefers concise answers", not "Always answer concisely"). Do not save task progress '
+    "or anything that will be stale in a week; conversation history is searchable for that. "
+    "Memory has a hard size budget: consolidate (replace or remove) rather than skip. How to "
+    "do things belongs in skills, not memory."
+)
+SEARCH_GUIDANCE = (
+    "## Past conversations\n"
+    'Use `session_search` to recall earlier conversations with this person ("what did we '
+    'decide about…"). Without a query it lists recent conversations; with a query it '
+    "returns focused summaries of the best matches."
+)
+SKILLS_GUIDANCE = (
+    "## Skills\n"
+    "Skills are procedures you or the team wrote down. The index below lists them; load one "
+    "with `skill_view` before following it, and keep them current with `skill_manage` when "
+    "you learn a better way (prefer patching an existing skill over creating a new one)."
+)
+PLATFORM_NOTE = (
+    "Platform: Hermes Web, a browser chat. Your replies are rendered as Markdown (code blocks, "
+    "lists, tables and links work; raw HTML and images from other sites are not shown)."
+)
+
+
+def uses_memory(session: Session, profile: Any) -> bool:
+    """Memory (hot memory, recall, past conversations) is off for temporary chats and for
+    people who switched it off."""
+    return profile.memory_enabled and not session.temporary
+
+
+def tool_names_for(*, session: Session, profile: Any) -> list[str]:
+    """The agent's tools in a chat turn, in a stable order (part of the cached prefix)."""
+    toolsets = ["skills"] + (["memory", "search"] if uses_memory(session, profile) else [])
+    return sorted(registry.names(toolsets))
+
+
+def build_system_prompt(*, session: Session, provider_block: str) -> str:
+    """Assemble the prompt: identity, tool guidance, provider block, custom instructions,
+    MEMORY and USER snapshots, skills index, date and platform."""
+    from memory.services import memory_snapshot_freeze
+    from skills_app.services import skills_index_freeze
+
+    profile = profile_get(user=session.owner)
+    tools = set(tool_names_for(session=session, profile=profile))
+    parts = [profile.identity.strip() or settings.HERMES_IDENTITY]
+    if "memory" in tools:
+        parts.append(MEMORY_GUIDANCE)
+    if "session_search" in tools:
+        parts.append(SEARCH_GUIDANCE)
+    if tools & {"skills_list", "skill_view", "skill_manage"}:
+        parts.append(SKILLS_GUIDANCE)
+    if provider_block.strip():
+        parts.append(provider_block.strip())
+    if profile.custom_instructions.strip():
+        parts.append("## Instructions from this person\n" + profile.custom_instructions.strip())
+    snapshot = memory_snapshot_freeze(session=session) if uses_memory(session, profile) else ""
+    if snapshot:
+        parts.append(snapshot)
+    skills = skills_index_freeze(session=session)
+    if skills:
+        parts.append(skills)
+    started = timezone.localtime(session.started_at)
+    parts.append(f"Conversation started: {started:%A, %B %-d, %Y}.\n{PLATFORM_NOTE}")
+    return "\n\n".join(parts)
+
+
+def session_freeze_prompt(*, session: Session, provider_block: str) -> str:
+    """Build and store the session's prompt; called once per session (and by compression)."""
+    text = build_system_prompt(session=session, provider_block=provider_block)
+    system_prompt_store(session=session, text=text)
+    return text

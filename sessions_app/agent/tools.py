@@ -1,0 +1,167 @@
+"""The tool registry: apps register the tools the agent may call; the turn loop, the
+background reviewer and the compression flush dispatch through it.
+
+A handler always acts as `ctx.user` — the owner of the conversation, taken from the
+server side — never as anyone the model names in its arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from hermes_site.exceptions import ServiceError
+
+logger = logging.getLogger(__name__)
+
+#: Who is calling: the live chat turn, the background review, or the pre-compression flush.
+Origin = Literal["tool", "review", "flush"]
+
+
+@dataclass
+class TurnState:
+    """Counters that live for one user turn (e.g. memory's failure cap)."""
+
+    failures: dict[str, int] = field(default_factory=dict)
+    notices: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    user: AbstractBaseUser
+    session_id: str | None = None
+    origin: Origin = "tool"
+    turn: TurnState = field(default_factory=TurnState)
+    #: The message that asked for the call (the assistant message with tool_calls).
+    message_id: int | None = None
+
+
+@dataclass
+class ToolResult:
+    """What a handler returns.
+
+    `payload` is serialised to JSON and sent to the model as the tool message; `summary`
+    is the short text on the chat's tool chip ("added 1 entry"); `notice`, when set, is
+    shown to the user as a `notice` event (kind, text).
+    """
+
+    ok: bool
+    payload: dict[str, Any]
+    summary: str
+    notice: tuple[str, str] | None = None
+
+    def content(self) -> str:
+        return json.dumps(self.payload, ensure_ascii=False)
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], ToolResult]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+    #: Group used to pick tools per caller ("memory", "search", "skills", …).
+    toolset: str
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        existing = self._tools.get(tool.name)
+        if existing is not None and existing.handler is not tool.handler:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self, toolsets: Iterable[str] | None = None) -> list[str]:
+        wanted = set(toolsets) if toolsets is not None else None
+        return [t.name for t in self._tools.values() if wanted is None or t.toolset in wanted]
+
+    def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        return [self._tools[n].schema() for n in names if n in self._tools]
+
+    def dispatch(
+        self, ctx: ToolContext, name: str, arguments: str | dict[str, Any], *, allowed: set[str]
+    ) -> ToolResult:
+        """Run one tool call and always return a result the model can read.
+
+        Bad JSON, unknown or disallowed tools and refused operations become error results;
+        an unexpected exception is logged and reported without internals.
+        """
+        tool = self._tools.get(name)
+        if tool is None or name not in allowed:
+            return error_result(
+                "tool_not_available",
+                f"Tool '{name}' is not available here. Available: {', '.join(sorted(allowed))}.",
+            )
+        if isinstance(arguments, str):
+            try:
+                args = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return error_result("invalid_arguments", f"Arguments are not valid JSON: {exc}")
+        else:
+            args = arguments
+        if not isinstance(args, dict):
+            return error_result("invalid_arguments", "Arguments must be a JSON object.")
+        try:
+            return tool.handler(ctx, args)
+        except ServiceError as exc:
+            return error_result(exc.code, exc.message, **exc.details)
+        except Exception:
+            logger.exception("tool %s failed", name)
+            return error_result("tool_failed", f"Tool '{name}' failed unexpectedly.")
+
+
+def error_result(code: str, message: str, **details: Any) -> ToolResult:
+    return ToolResult(
+        ok=False,
+        payload={"success": False, "error": message, "code": code, **details},
+        summary=message if len(message) <= 80 else message[:77] + "…",
+    )
+
+
+def _stored_payload(content: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def tool_summary(content: str) -> str:
+    """The chip text for a stored tool result (its message, error or a generic word)."""
+    payload = _stored_payload(content)
+    text = str(payload.get("summary") or payload.get("message") or payload.get("error") or "")
+    if not text:
+        return "done"
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def tool_failed(content: str) -> bool:
+    return _stored_payload(content).get("success") is False
+
+
+registry = ToolRegistry()

@@ -1,0 +1,17 @@
+"""REST endpoints of the sessions app (included from hermes_site/api_urls.py under /api/)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import apis
+
+urlpatterns = [
+    path("search/", apis.SearchApi.as_view(), name="api-search"),
+    path("search/summaries/", apis.SearchSummaryListApi.as_view(), name="api-search-summaries"),
+    path(
+        "search/summaries/<int:summary_id>/",
+        apis.SearchSummaryDetailApi.as_view(),
+        name="api-search-summary",
+    ),
+]

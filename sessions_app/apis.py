@@ -1,0 +1,188 @@
+"""REST endpoints of the sessions app: thin views over its services, owner-scoped.
+
+Errors leave as {"error": {"code", "message", …}} (hermes_site.api); another user's
+conversation or summary is a 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hermes_site.exceptions import ServiceError
+
+from .models import SearchSummary
+from .search.service import (
+    ConversationHit,
+    SearchResult,
+    access_search_summary,
+    check_roles,
+    search_conversations,
+    search_summaries_wait,
+    search_summary_start,
+)
+
+# --- L2 search -------------------------------------------------------------------------
+
+SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 10, 50
+
+
+class SearchParamsSerializer(serializers.Serializer):
+    # `q` is read raw: any text is a valid query (NUL bytes included) and gets sanitised.
+    role = serializers.CharField(required=False, allow_blank=True, default="")
+    limit = serializers.IntegerField(required=False, default=SEARCH_DEFAULT_LIMIT)
+    since = serializers.DateField(required=False, allow_null=True, default=None)
+    until = serializers.DateField(required=False, allow_null=True, default=None)
+    summarise = serializers.BooleanField(required=False, default=False)
+
+
+def day_start(day: date) -> datetime:
+    """Midnight of `day` in the site's time zone (aware)."""
+    from django.utils import timezone
+
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def search_params(data: Any) -> dict[str, Any]:
+    """Validated search filters from query parameters or form data, shared with the page."""
+    params = SearchParamsSerializer(data=data)
+    params.is_valid(raise_exception=True)
+    values = params.validated_data
+    since, until = values["since"], values["until"]
+    if since and until and since > until:
+        raise ServiceError("invalid_dates", "'since' must not be after 'until'.")
+    return {
+        "roles": check_roles(values["role"]),
+        "limit": min(SEARCH_MAX_LIMIT, max(1, values["limit"])),
+        "since": day_start(since) if since else None,
+        # `until` is inclusive for people: everything before the next midnight.
+        "until": day_start(until + timedelta(days=1)) if until else None,
+        "summarise": values["summarise"],
+    }
+
+
+def conversation_json(conv: ConversationHit) -> dict[str, Any]:
+    return {
+        "session_id": conv.session_id,
+        "title": conv.title,
+        "started_at": conv.started_at,
+        "last_activity_at": conv.last_activity_at,
+        "link": conv.link,
+        "hit_count": conv.hit_count,
+        "snippets": [
+            {
+                "message_id": h.message_id,
+                "session_id": h.session_id,
+                "role": h.role,
+                "timestamp": h.timestamp,
+                **(h.snippet.as_dict() if h.snippet else {"text": "", "highlights": []}),
+            }
+            for h in conv.hits
+        ],
+        "summary": conv.summary,
+        "summary_status": conv.summary_status,
+        "summary_id": conv.summary_id,
+    }
+
+
+def search_json(result: SearchResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "route": result.route,
+        "results": [conversation_json(c) for c in result.conversations],
+    }
+
+
+class SearchApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, description='Words, OR, NOT, "phrases", prefix*.'),
+            OpenApiParameter("role", str, description="user, assistant, tool (comma-separated)."),
+            OpenApiParameter("limit", int, description="Conversations (default 10, max 50)."),
+            OpenApiParameter("since", str, description="YYYY-MM-DD, inclusive."),
+            OpenApiParameter("until", str, description="YYYY-MM-DD, inclusive."),
+            OpenApiParameter("summarise", bool, description="Wait for focused summaries."),
+        ],
+        responses=inline_serializer(
+            "SearchResponse",
+            {
+                "query": serializers.CharField(),
+                "route": serializers.CharField(),
+                "results": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        params = search_params(request.query_params)
+        query = request.query_params.get("q", "")
+        result = search_conversations(
+            owner=request.user,
+            query=query,
+            roles=params["roles"],
+            since=params["since"],
+            until=params["until"],
+            limit=params["limit"],
+        )
+        if params["summarise"] and result.conversations:
+            search_summaries_wait(owner=request.user, query=query, result=result)
+        return Response(search_json(result))
+
+
+def summary_json(summary: SearchSummary) -> dict[str, Any]:
+    return {
+        "id": summary.id,
+        "session_id": summary.session_id,
+        "query": summary.query,
+        "status": summary.status,
+        "summary": summary.summary if summary.status == SearchSummary.Status.DONE else None,
+        "error": summary.error or None,
+    }
+
+
+SummaryResponse = inline_serializer(
+    "SearchSummaryResponse",
+    {
+        "id": serializers.IntegerField(),
+        "session_id": serializers.CharField(),
+        "query": serializers.CharField(),
+        "status": serializers.CharField(),
+        "summary": serializers.CharField(allow_null=True),
+        "error": serializers.CharField(allow_null=True),
+    },
+)
+
+
+class SummaryStartSerializer(serializers.Serializer):
+    q = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    session_id = serializers.CharField(max_length=32)
+
+
+class SearchSummaryListApi(APIView):
+    @extend_schema(request=SummaryStartSerializer, responses={202: SummaryResponse})
+    def post(self, request: Request) -> Response:
+        data = SummaryStartSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        summary = search_summary_start(
+            owner=request.user,
+            query=data.validated_data["q"],
+            session_id=data.validated_data["session_id"],
+        )
+        summary.refresh_from_db()  # inline tasks may have finished it already
+        done = summary.status in (SearchSummary.Status.DONE, SearchSummary.Status.FAILED)
+        return Response(
+            summary_json(summary), status=status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
+        )
+
+
+class SearchSummaryDetailApi(APIView):
+    @extend_schema(responses=SummaryResponse)
+    def get(self, request: Request, summary_id: int) -> Response:
+        return Response(
+            summary_json(access_search_summary(owner=request.user, summary_id=summary_id))
+        )

@@ -1,0 +1,487 @@
+"""Context compression and session split.
+
+Near the context limit a conversation is compressed in three steps, all outside any
+database transaction except the final split:
+
+1. memory flush — one model call that sees the conversation with only the `memory` tool
+   and saves durable facts (through the normal memory services, audit source `flush`);
+2. summary — the middle of the conversation (between the protected head and the recent
+   tail, never separating a tool call from its results) is summarised by the summary model
+   into a structured handoff, updating the previous summary when there is one;
+3. split — the old session ends with `end_reason='compression'` and a child session
+   continues it: numbered title, a freshly frozen system prompt (so the flushed memory is
+   in it), and the compressed message list (head and tail carried over, summary between).
+
+A failure before the split changes nothing: the conversation goes on uncompressed, with a
+notice and a cooldown. The task is idempotent: a session is claimed with a conditional
+UPDATE and compresses at most once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.services import profile_get
+from hermes_site.realtime import notice_to_user, publish, session_group
+from memory.providers import MemoryManager
+
+from .agent import llm
+from .agent.offline_loop import run_offline_loop
+from .agent.prompt import session_freeze_prompt
+from .agent.tools import ToolContext, registry
+from .models import Message, Session
+from .selectors import api_messages
+from .services import COMPRESS_CLAIM
+
+logger = logging.getLogger(__name__)
+
+PROTECT_FIRST = 3
+PROTECT_LAST = 6
+MIN_TAIL = 2
+FLUSH_MIN_USER_TURNS = 3
+SUMMARY_PREFIX = (
+    "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns of this conversation were compacted "
+    "into the summary below. Use it as background only: answer the latest message after it; "
+    "later messages win over anything here; your memory (MEMORY and USER PROFILE) remains "
+    "authoritative; your tools still work."
+)
+SUMMARY_SUFFIX = (
+    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
+)
+FLUSH_INSTRUCTION = (
+    "[Memory flush before compaction] The conversation above is about to be compacted. "
+    "Save to memory, with the memory tool, anything durable you learned about this person "
+    "that is not already there: preferences, corrections of your behaviour, personal "
+    "details, their environment. Do not save task progress or details of the current task. "
+    "If there is nothing worth keeping, reply 'Nothing to save.'"
+)
+SUMMARY_SECTIONS = (
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Completed Actions",
+    "## Active State",
+    "## Key Decisions",
+    "## Open Questions",
+    "## Critical Context",
+)
+
+
+# --- thresholds ---------------------------------------------------------------------------
+
+
+def context_length(model: str) -> int:
+    """The model's window: the longest matching key of HERMES_CONTEXT_OVERRIDES wins."""
+    overrides: dict[str, int] = settings.HERMES_CONTEXT_OVERRIDES
+    matches = [key for key in overrides if key and key in (model or "")]
+    if matches:
+        return int(overrides[max(matches, key=len)])
+    return settings.HERMES_CONTEXT_LENGTH
+
+
+def threshold_tokens(model: str) -> int:
+    usable = context_length(model) - settings.HERMES_REPLY_MAX_TOKENS
+    return max(1000, int(usable * settings.HERMES_COMPRESSION_THRESHOLD))
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """chars/4 plus 10 per message, counting tool calls (Hermes' rough estimate)."""
+    total = 0
+    for m in messages:
+        total += len(str(m.get("content") or "")) // 4 + 10
+        for call in m.get("tool_calls") or []:
+            total += len(str(call.get("function", {}).get("arguments", ""))) // 4
+    return total
+
+
+def estimated_next_prompt(session: Session) -> int:
+    """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
+    for anything written after that call."""
+    last = (
+        session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0)
+        .order_by("-id")
+        .first()
+    )
+    rows = api_messages(session_id=session.pk, system_prompt="")
+    if last is None:
+        return estimate_tokens(rows)
+    newer = Message.objects.filter(session_id=session.pk, id__gt=last.id).values(
+        "content", "tool_calls"
+    )
+    return last.prompt_tokens + last.completion_tokens + estimate_tokens(list(newer))
+
+
+def needs_compression(session: Session) -> bool:
+    if session.ended_at is not None:
+        return False
+    if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
+        return False
+    return estimated_next_prompt(session) >= threshold_tokens(session.model)
+
+
+# --- choosing what to keep ------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    head: list[dict[str, Any]]
+    middle: list[dict[str, Any]]
+    tail: list[dict[str, Any]]
+    previous_summary: str
+
+
+def _is_summary(message: dict[str, Any]) -> bool:
+    return str(message.get("content") or "").startswith(SUMMARY_PREFIX)
+
+
+def plan_compression(messages: list[dict[str, Any]], *, tail_budget: int) -> Plan | None:
+    """Split the conversation (without its system message) into head, middle and tail.
+
+    The head is the first 3 messages, or nothing once the conversation has been compacted
+    before (its previous summary seeds the new one). The tail is up to 6 recent messages
+    within `tail_budget` tokens, always including the last user message and its reply, and
+    never starting inside a tool-call group. None when there is nothing to compress.
+    """
+    previous = ""
+    rest = list(messages)
+    if rest and _is_summary(rest[0]):
+        previous = summary_text(str(rest[0]["content"]))
+        head: list[dict[str, Any]] = []
+        rest = rest[1:]
+    else:
+        head = rest[:PROTECT_FIRST]
+        rest = rest[PROTECT_FIRST:]
+        # A head never ends inside a tool group: its results move along with it.
+        while rest and rest[0]["role"] == "tool":
+            head.append(rest.pop(0))
+
+    start = len(rest)
+    used = 0
+    while start > 0 and len(rest) - start < PROTECT_LAST:
+        cost = estimate_tokens([rest[start - 1]])
+        if len(rest) - start >= MIN_TAIL and used + cost > tail_budget:
+            break
+        used += cost
+        start -= 1
+    last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
+    if last_user is not None:
+        start = min(start, last_user)
+    # Never begin the tail with tool results: include the call that produced them.
+    while 0 < start < len(rest) and rest[start]["role"] == "tool":
+        start -= 1
+    middle, tail = rest[:start], rest[start:]
+    if len(middle) < 2:
+        return None
+    return Plan(head=head, middle=middle, tail=tail, previous_summary=previous)
+
+
+def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop tool results without their call and calls without their results."""
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    out: list[dict[str, Any]] = []
+    called: set[str] = set()
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = [c for c in m["tool_calls"] if c.get("id") in answered]
+            m = (
+                {**m, "tool_calls": calls}
+                if calls
+                else {k: v for k, v in m.items() if k != "tool_calls"}
+            )
+            if not calls and not m.get("content"):
+                m["content"] = "(tool call removed)"
+            called.update(c["id"] for c in calls)
+        elif m["role"] == "tool" and m.get("tool_call_id") not in called:
+            continue
+        out.append(m)
+    return out
+
+
+# --- the summary ------------------------------------------------------------------------
+
+
+def summary_text(text: str) -> str:
+    """The summary without the handoff framing around it."""
+    text = text.removeprefix(SUMMARY_PREFIX).strip()
+    return text.removesuffix(SUMMARY_SUFFIX).strip()
+
+
+def _transcript(messages: list[dict[str, Any]]) -> str:
+    lines = []
+    for m in messages:
+        content = str(m.get("content") or "")
+        if len(content) > 6000:
+            content = content[:4000] + "\n…[truncated]…\n" + content[-1500:]
+        if m["role"] == "tool":
+            lines.append(f"[TOOL RESULT {m.get('tool_call_id', '')}]: {content}")
+        elif m["role"] == "assistant":
+            calls = ", ".join(
+                f"{c['function']['name']}({c['function']['arguments'][:1500]})"
+                for c in m.get("tool_calls") or []
+            )
+            lines.append(f"[ASSISTANT]: {content}" + (f" [Tool calls: {calls}]" if calls else ""))
+        else:
+            lines.append(f"[{m['role'].upper()}]: {content}")
+    return "\n\n".join(lines)[:160_000]
+
+
+def summary_prompt(plan: Plan, *, provider_context: str) -> str:
+    turns = _transcript(plan.middle)
+    today = timezone.localdate().isoformat()
+    parts = [
+        "You are a summarisation agent. Write only the summary, in the language the user "
+        "writes in. Replace any secret (API keys, passwords, tokens) with [REDACTED]. "
+        f"Today is {today}; state finished actions in the past tense.",
+    ]
+    if plan.previous_summary:
+        parts.append(
+            "PREVIOUS SUMMARY:\n"
+            + plan.previous_summary
+            + "\n\nNEW TURNS TO INCORPORATE:\n"
+            + turns
+            + "\n\nUpdate the previous summary: keep what is still true, continue "
+            "the numbering of completed actions, move finished items to done, and update "
+            "the active task."
+        )
+    else:
+        parts.append("TURNS TO SUMMARIZE:\n" + turns)
+    if provider_context:
+        parts.append(f"<memory-provider-context>\n{provider_context}\n</memory-provider-context>")
+    parts.append(
+        "Use exactly these headings, in order: " + ", ".join(SUMMARY_SECTIONS) + ". Under "
+        "Completed Actions write numbered lines like '1. ACTION target — outcome [tool: "
+        "name]'. Be concrete: names, paths, commands, numbers and decisions, not vague "
+        "descriptions."
+    )
+    return "\n\n".join(parts)
+
+
+def _summarise(plan: Plan, *, provider_context: str) -> tuple[str, llm.Usage]:
+    completed = async_to_sync(llm.complete)(
+        messages=[
+            {"role": "user", "content": summary_prompt(plan, provider_context=provider_context)}
+        ],
+        kind="summary",
+        temperature=0.2,
+    )
+    text = (completed.text or "").strip()
+    if not text:
+        raise llm.LLMError("bad_request", "The summary model returned an empty summary.")
+    return text, completed.usage
+
+
+def _flush_memory(
+    session: Session, conversation: list[dict[str, Any]]
+) -> tuple[list[str], llm.Usage]:
+    """The pre-compression memory flush: what it saved, and what the call cost."""
+    user_turns = sum(1 for m in conversation if m["role"] == "user")
+    if user_turns < FLUSH_MIN_USER_TURNS or "memory" not in registry.names(["memory"]):
+        return [], llm.Usage()
+    if session.temporary or not profile_get(user=session.owner).memory_enabled:
+        return [], llm.Usage()
+    ctx = ToolContext(user=session.owner, session_id=session.pk, origin="flush")
+    result = async_to_sync(run_offline_loop)(
+        messages=[*conversation, {"role": "user", "content": FLUSH_INSTRUCTION}],
+        ctx=ctx,
+        allowed_tools={"memory"},
+        max_iterations=4,
+        model_kind="summary",
+    )
+    return [o.summary for o in result.tool_results if o.ok], result.usage
+
+
+# --- the task body ------------------------------------------------------------------------
+
+
+def _claim(session_id: str) -> bool:
+    return (
+        Session.objects.filter(pk=session_id, turn_token="", ended_at__isnull=True).update(
+            turn_token=COMPRESS_CLAIM, turn_started_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def _release(session_id: str) -> None:
+    Session.objects.filter(pk=session_id, turn_token=COMPRESS_CLAIM).update(
+        turn_token="", turn_started_at=None
+    )
+
+
+def next_title_in_lineage(*, owner: Any, title: str | None) -> str | None:
+    """`Title` → `Title #2` → `Title #3`: the next free number among the owner's sessions."""
+    if not title:
+        return None
+    base = re.sub(r" #\d+$", "", title)[:95]
+    numbers = [1]
+    for existing in Session.objects.filter(owner=owner, title__startswith=base).values_list(
+        "title", flat=True
+    ):
+        if existing == base:
+            continue
+        found = re.fullmatch(re.escape(base) + r" #(\d+)", existing)
+        if found:
+            numbers.append(int(found.group(1)))
+    return f"{base} #{max(numbers) + 1}"
+
+
+def session_compress(*, session_id: str) -> str | None:
+    """Compress and split the session; the continuation's id, or None if nothing was done.
+
+    Safe to call twice: only the caller that claims the session does the work.
+    """
+    session = Session.objects.select_related("owner", "system_prompt").filter(pk=session_id).first()
+    if session is None or session.ended_at is not None or not _claim(session_id):
+        return None
+    try:
+        prompt = session.system_prompt.prompt if session.system_prompt else ""
+        conversation = api_messages(session_id=session.pk, system_prompt=prompt)[1:]
+        tail_budget = int(threshold_tokens(session.model) * settings.HERMES_COMPRESSION_TAIL_RATIO)
+        plan = plan_compression(conversation, tail_budget=tail_budget)
+        if plan is None:  # too few messages between head and tail yet; try after next turn
+            _release(session.pk)
+            return None
+        publish(
+            session_group(session.pk),
+            {
+                "type": "notice",
+                "session": session.pk,
+                "kind": "compressed",
+                "text": "Compressing earlier messages…",
+            },
+        )
+        saved, flush_usage = _flush_memory(
+            session, [{"role": "system", "content": prompt}, *conversation]
+        )
+        manager = MemoryManager.for_user(session.owner)
+        manager.initialize_all(
+            session.pk,
+            user=session.owner,
+            user_id=session.owner_id,
+            platform="web",
+            agent_context="flush",
+        )
+        provider_context = manager.on_pre_compress(conversation)
+        summary, usage = _summarise(plan, provider_context=provider_context)
+        _bill(session.pk, flush_usage, usage)
+    except llm.LLMError as exc:
+        logger.warning("compression of %s failed: %s", session_id, exc.message)
+        _cooldown(session, exc.message)
+        notice_to_user(
+            user_id=session.owner_id,
+            kind="compressed",
+            session_id=session.pk,
+            text="Couldn't compress earlier messages; the conversation continues uncompressed.",
+        )
+        return None
+    except Exception:
+        logger.exception("compression of %s failed", session_id)
+        _cooldown(session, "internal error")
+        return None
+    child = _split(session, plan, summary, usage, provider_block=manager.system_prompt_block())
+    manager.on_session_switch(child.pk, parent_session_id=session.pk)
+    note = "Earlier messages were compressed; the conversation continues."
+    if saved:
+        note += f" Saved to memory first: {len(saved)} entr{'y' if len(saved) == 1 else 'ies'}."
+    publish(
+        session_group(session.pk),
+        {
+            "type": "notice",
+            "session": session.pk,
+            "kind": "compressed",
+            "text": note,
+            "new_session": child.pk,
+        },
+    )
+    return child.pk
+
+
+def _cooldown(session: Session, error: str) -> None:
+    Session.objects.filter(pk=session.pk).update(
+        compression_cooldown_until=timezone.now()
+        + timedelta(seconds=settings.HERMES_COMPRESSION_COOLDOWN),
+        compression_failure_error=error[:300],
+    )
+    _release(session.pk)
+
+
+def _bill(session_id: str, *usages: llm.Usage) -> None:
+    """The flush and summary calls count toward the compressed session's usage."""
+    model = llm.model_name("summary")
+    calls = [u for u in usages if u.prompt_tokens or u.completion_tokens]
+    Session.objects.filter(pk=session_id).update(
+        api_call_count=F("api_call_count") + len(calls),
+        input_tokens=F("input_tokens") + sum(u.prompt_tokens for u in calls),
+        output_tokens=F("output_tokens") + sum(u.completion_tokens for u in calls),
+        cache_read_tokens=F("cache_read_tokens") + sum(u.cached_tokens for u in calls),
+        estimated_cost_usd=F("estimated_cost_usd")
+        + sum((llm.estimate_cost(model, u) for u in calls), start=0),
+    )
+
+
+def _split(
+    session: Session, plan: Plan, summary: str, usage: llm.Usage, *, provider_block: str
+) -> Session:
+    summary_role = "user" if not plan.head or plan.head[-1]["role"] != "user" else "assistant"
+    carried_head = repair_tool_pairs(plan.head)
+    carried_tail = repair_tool_pairs(plan.tail)
+    now = timezone.now()
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(
+            ended_at=now,
+            end_reason=Session.EndReason.COMPRESSION,
+            turn_token="",
+            turn_started_at=None,
+        )
+        child = Session.objects.create(
+            owner=session.owner,
+            parent=session,
+            source=session.source,
+            model=session.model,
+            model_config=session.model_config,
+            title=next_title_in_lineage(owner=session.owner, title=session.title),
+            title_source=session.title_source,
+            started_at=now,
+            last_activity_at=now,
+            pinned=session.pinned,
+        )
+        rows = [_carried(child, m) for m in carried_head]
+        rows.append(
+            Message(
+                session=child,
+                role=summary_role,
+                kind=Message.Kind.SUMMARY,
+                content=f"{SUMMARY_PREFIX}\n\n{summary}\n\n{SUMMARY_SUFFIX}",
+                model=llm.model_name("summary"),
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                status=Message.Status.COMPLETE if summary_role == "assistant" else "",
+            )
+        )
+        rows += [_carried(child, m) for m in carried_tail]
+        Message.objects.bulk_create(rows)
+        Session.objects.filter(pk=child.pk).update(message_count=F("message_count") + len(rows))
+    session_freeze_prompt(session=child, provider_block=provider_block)
+    return child
+
+
+def _carried(child: Session, m: dict[str, Any]) -> Message:
+    return Message(
+        session=child,
+        role=m["role"],
+        kind=Message.Kind.CARRIED,
+        content=m.get("content") or "",
+        tool_calls=m.get("tool_calls"),
+        tool_call_id=m.get("tool_call_id", ""),
+        tool_name=m.get("tool_name", ""),
+        status=Message.Status.COMPLETE if m["role"] == "assistant" else "",
+    )

@@ -1,0 +1,368 @@
+"""The retrieval stage: which index answers a query, and the SQL for each vendor.
+
+Routing (reference §5, the same on both vendors):
+
+- Latin text → the word index (FTS5 unicode61 with BM25 ranking and `snippet()`; on
+  PostgreSQL the tsvector column with `ts_rank`/`ts_headline`).
+- CJK with at least 3 CJK characters, every term at least 3 characters → the trigram index
+  (FTS5 trigram; on PostgreSQL `ILIKE` served by the pg_trgm index).
+- Shorter CJK, or an explicit search in tool output for CJK → an escaped LIKE scan.
+- A Latin query with no hits is retried on the trigram index (every term ≥3 characters),
+  which finds substrings the tokenizer split differently ("websocket" in "websockets").
+
+Every statement filters by owner inside the SQL, binds every value, and excludes deleted
+sessions. Nothing raw from the user reaches the SQL text: queries are sanitised and
+rebuilt by `sanitize.parse_query` first.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import DatabaseError, connection, transaction
+
+from .hits import MARK_END, MARK_START, Hit, HitPage, as_datetime, parse_marked, substring_snippet
+from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk
+
+logger = logging.getLogger(__name__)
+
+MESSAGE = "sessions_app_message"
+SESSION = "sessions_app_session"
+SNIPPET_TOKENS = 24
+SEARCHABLE_ROLES = ("user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Restrictions applied inside the SQL. `until` is exclusive."""
+
+    roles: tuple[str, ...] = ()  # empty: every role but system
+    since: datetime | None = None
+    until: datetime | None = None
+    exclude_session_ids: frozenset[str] = field(default_factory=frozenset)
+
+
+def _filter_sql(owner_id: int, filters: Filters) -> tuple[str, list[object]]:
+    # Messages carried into a compression continuation are copies of the parent's; the
+    # originals are found, so a chain never shows the same text twice.
+    sql = [" AND s.owner_id = %s AND s.end_reason <> 'deleted' AND m.kind <> 'carried'"]
+    params: list[object] = [owner_id]
+    if filters.roles:
+        sql.append(f" AND m.role IN ({', '.join(['%s'] * len(filters.roles))})")
+        params.extend(filters.roles)
+    else:
+        sql.append(" AND m.role <> 'system'")
+    if filters.since is not None:
+        sql.append(" AND m.timestamp >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        sql.append(" AND m.timestamp < %s")
+        params.append(filters.until)
+    if filters.exclude_session_ids:
+        ids = sorted(filters.exclude_session_ids)
+        sql.append(f" AND m.session_id NOT IN ({', '.join(['%s'] * len(ids))})")
+        params.extend(ids)
+    return "".join(sql), params
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _rows_to_hits(rows: list[tuple]) -> list[Hit]:
+    return [
+        Hit(
+            message_id=row[0],
+            session_id=row[1],
+            role=row[2],
+            timestamp=as_datetime(row[3]),
+            score=float(row[4] or 0.0),
+        )
+        for row in rows
+    ]
+
+
+def _run(sql: str, params: list[object]) -> list[tuple]:
+    """Execute a read; a database refusal becomes "no hits" instead of a failed request.
+
+    The sanitiser makes refusals impossible for FTS5 syntax; this is the last line of
+    defence (e.g. a corrupted index), inside a savepoint so PostgreSQL's transaction
+    survives it.
+    """
+    # A savepoint only on PostgreSQL: on SQLite (IMMEDIATE mode) atomic() would take the
+    # write lock for a plain read.
+    guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
+    try:
+        with guard, connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    except DatabaseError as exc:
+        logger.warning("search query refused by the database: %s: %s", type(exc).__name__, exc)
+        return []
+
+
+# --- query compilers -----------------------------------------------------------------------
+
+
+def _fts_phrase(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def trigram_match(query: ParsedQuery) -> str:
+    """An FTS5 expression for the trigram table: every term quoted, prefixes dropped
+    (a trigram index matches substrings anyway)."""
+    groups = []
+    for group in query.groups:
+        positive = [_fts_phrase(t.text) for t in group if not t.negated]
+        negative = [f"NOT {_fts_phrase(t.text)}" for t in group if t.negated]
+        groups.append(" ".join(positive + negative))
+    return " OR ".join(groups)
+
+
+def _like_condition(
+    query: ParsedQuery, *, columns: tuple[str, ...], operator: str
+) -> tuple[str, list[object]]:
+    """(group1) OR (group2) …, each group an AND of (col LIKE %term% OR …) / NOT (…)."""
+    groups_sql = []
+    params: list[object] = []
+    for group in query.groups:
+        terms_sql = []
+        for term in group:
+            pattern = f"%{_escape_like(term.text)}%"
+            ors = " OR ".join(f"{col} {operator} %s ESCAPE '\\'" for col in columns)
+            params.extend([pattern] * len(columns))
+            terms_sql.append(("NOT " if term.negated else "") + f"({ors})")
+        groups_sql.append("(" + " AND ".join(terms_sql) + ")")
+    return "(" + " OR ".join(groups_sql) + ")", params
+
+
+def _prefix_tsquery(term: Term) -> str:
+    """A to_tsquery text for a prefix term built only from letter/digit runs, so it cannot
+    be malformed: 'dep':* or 'chat' <-> 'se':*."""
+    runs = "".join(c if c.isalnum() else " " for c in term.text).split()
+    if not runs:
+        return ""
+    quoted = [f"'{r}'" for r in runs]
+    return " <-> ".join(quoted[:-1] + [quoted[-1] + ":*"])
+
+
+def _pg_tsquery(query: ParsedQuery) -> tuple[str, list[object]]:
+    """A SQL expression of type tsquery: OR of AND groups, each term its own safe call."""
+    groups_sql = []
+    params: list[object] = []
+    for group in query.groups:
+        parts = []
+        for term in group:
+            if term.prefix:
+                text = _prefix_tsquery(term)
+                if not text:
+                    continue
+                expr = "to_tsquery('simple', %s)"
+                params.append(text)
+            else:
+                # Quoted, websearch_to_tsquery reads the term as a phrase and nothing else.
+                expr = "websearch_to_tsquery('simple', %s)"
+                params.append('"' + term.text.replace('"', " ") + '"')
+            parts.append(f"!!{expr}" if term.negated else expr)
+        if parts:
+            groups_sql.append("(" + " && ".join(parts) + ")")
+    if not groups_sql:
+        return "", []
+    return "(" + " || ".join(groups_sql) + ")", params
+
+
+# --- SQLite ---------------------------------------------------------------------------------
+
+
+def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    where, params = _filter_sql(owner_id, filters)
+    sql = f"""
+        SELECT m.id, m.session_id, m.role, m.timestamp, -f.rank
+        FROM {table} f
+        JOIN {MESSAGE} m ON m.id = f.rowid
+        JOIN {SESSION} s ON s.id = m.session_id
+        WHERE {table} MATCH %s {where}
+        ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of two constants
+    return _rows_to_hits(_run(sql, [match, *params, limit]))
+
+
+def _sqlite_snippets(table: str, match: str, hits: list[Hit]) -> None:
+    if not hits:
+        return
+    ids = [h.message_id for h in hits]
+    column = -1 if table == "messages_fts" else 0
+    sql = f"""
+        SELECT rowid, snippet({table}, {column}, %s, %s, %s, {SNIPPET_TOKENS})
+        FROM {table} WHERE {table} MATCH %s
+          AND rowid IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
+    rows = dict(_run(sql, [MARK_START, MARK_END, "…", match, *ids]))
+    for hit in hits:
+        if rows.get(hit.message_id):
+            hit.snippet = parse_marked(rows[hit.message_id])
+
+
+# --- PostgreSQL --------------------------------------------------------------------------
+
+
+# ts_headline drops whatever its parser takes for a tag ("<b>"); hiding angle brackets as
+# private-use characters keeps the text whole, and they are put back afterwards.
+_PG_TEXT = (
+    "translate(coalesce(CASE WHEN m.role = 'tool' THEN left(m.content, 8192) ELSE m.content END,"
+    " '') || ' ' || coalesce(m.tool_name, '') || ' ' || coalesce(m.tool_calls::text, ''),"
+    " '<>', chr(57346) || chr(57347))"
+)
+_PG_HEADLINE_OPTIONS = (
+    f'StartSel="{MARK_START}", StopSel="{MARK_END}", MaxWords=28, MinWords=10, '
+    'ShortWord=1, MaxFragments=2, FragmentDelimiter=" … "'
+)
+
+
+def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    expr, qparams = _pg_tsquery(query)
+    if not expr:
+        return []
+    where, params = _filter_sql(owner_id, filters)
+    sql = f"""
+        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query)
+        FROM {MESSAGE} m
+        JOIN {SESSION} s ON s.id = m.session_id
+        CROSS JOIN (SELECT {expr} AS query) q
+        WHERE m.search_vector @@ q.query {where}
+        ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - expr holds placeholders only
+    return _rows_to_hits(_run(sql, [*qparams, *params, limit]))
+
+
+def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
+    expr, qparams = _pg_tsquery(query)
+    if not hits or not expr:
+        return
+    sql = f"""
+        SELECT m.id, ts_headline('simple', {_PG_TEXT}, q.query, %s)
+        FROM {MESSAGE} m CROSS JOIN (SELECT {expr} AS query) q
+        WHERE m.id = ANY(%s)"""  # noqa: S608 - expr holds placeholders only
+    # Placeholders in text order: the options come before the subquery's.
+    rows = dict(_run(sql, [_PG_HEADLINE_OPTIONS, *qparams, [h.message_id for h in hits]]))
+    for hit in hits:
+        text = rows.get(hit.message_id)
+        if text:
+            text = text.replace("\ue002", "<").replace("\ue003", ">")
+            hit.snippet = parse_marked(" ".join(text.split()))
+
+
+# --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------
+
+
+def _like(
+    query: ParsedQuery, owner_id: int, filters: Filters, limit: int, *, content_only: bool
+) -> list[Hit]:
+    postgres = connection.vendor == "postgresql"
+    if content_only:
+        columns: tuple[str, ...] = ("m.content",)
+    elif postgres:
+        columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls::text, '')")
+    else:
+        columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls, '')")
+    # ILIKE is what pg_trgm's index serves; SQLite's LIKE already ignores ASCII case.
+    condition, cparams = _like_condition(
+        query, columns=columns, operator="ILIKE" if postgres else "LIKE"
+    )
+    where, params = _filter_sql(owner_id, filters)
+    # The literal role test lets PostgreSQL use the partial trigram index.
+    extra = " AND m.role <> 'tool'" if content_only else ""
+    sql = f"""
+        SELECT m.id, m.session_id, m.role, m.timestamp, 0
+        FROM {MESSAGE} m
+        JOIN {SESSION} s ON s.id = m.session_id
+        WHERE {condition}{extra} {where}
+        ORDER BY m.id DESC LIMIT %s"""  # noqa: S608 - condition holds placeholders only
+    return _rows_to_hits(_run(sql, [*cparams, *params, limit]))
+
+
+def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: bool = False) -> None:
+    if not hits:
+        return
+    ids = [h.message_id for h in hits]
+    calls = "tool_calls::text" if connection.vendor == "postgresql" else "tool_calls"
+    sql = f"""
+        SELECT id, substr(content, 1, 20000), tool_name, substr({calls}, 1, 20000)
+        FROM {MESSAGE} WHERE id IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
+    rows = {row[0]: row for row in _run(sql, ids)}
+    terms = query.positive_terms
+    prefixes = frozenset(t.text for g in query.groups for t in g if t.prefix)
+    for hit in hits:
+        row = rows.get(hit.message_id)
+        if row is not None:
+            hit.snippet = substring_snippet(
+                row[1] or row[3] or row[2] or "", terms, whole_words=whole_words, prefixes=prefixes
+            )
+
+
+# --- routing -------------------------------------------------------------------------------
+
+
+def choose_route(query: ParsedQuery, filters: Filters) -> str:
+    """ "words", "trigram" or "like" for a non-empty query (see the module docstring)."""
+    if not query.has_cjk:
+        return "words"
+    cjk_terms = [t for g in query.groups for t in g if contains_cjk(t.text)]
+    trigram_ok = (
+        cjk_count(" ".join(t.text for t in cjk_terms)) >= 3
+        and query.all_terms_at_least(3)
+        # The trigram index leaves tool output out; an explicit tool search must scan.
+        and "tool" not in filters.roles
+    )
+    return "trigram" if trigram_ok else "like"
+
+
+def find_hits(
+    *, owner_id: int, query: ParsedQuery, filters: Filters | None = None, limit: int = 50
+) -> HitPage:
+    """The owner's best matching messages for `query` (already parsed), best first.
+
+    Snippets are not filled in; call `add_snippets` for the hits you will show.
+    """
+    filters = filters or Filters()
+    if not query:
+        return HitPage(route="none")
+    route = choose_route(query, filters)
+    postgres = connection.vendor == "postgresql"
+    if route == "words":
+        if postgres:
+            hits = _pg_words(query, owner_id, filters, limit)
+        else:
+            hits = _sqlite_match("messages_fts", query.fts, owner_id, filters, limit)
+        if hits or not query.all_terms_at_least(3):
+            return HitPage(route="words", hits=hits)
+        route = "words+trigram"
+        hits = _trigram(query, owner_id, filters, limit)
+        return HitPage(route=route, hits=hits)
+    if route == "trigram":
+        return HitPage(route=route, hits=_trigram(query, owner_id, filters, limit))
+    return HitPage(route="like", hits=_like(query, owner_id, filters, limit, content_only=False))
+
+
+def _trigram(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    if connection.vendor == "postgresql":
+        return _like(query, owner_id, filters, limit, content_only=True)
+    return _sqlite_match("messages_fts_trigram", trigram_match(query), owner_id, filters, limit)
+
+
+def add_snippets(page: HitPage, query: ParsedQuery, hits: list[Hit]) -> None:
+    """Fill `snippet` on `hits` (a subset of `page.hits`) the way their route found them."""
+    postgres = connection.vendor == "postgresql"
+    if page.route == "words":
+        if postgres:
+            _pg_headlines(query, hits)
+        else:
+            _sqlite_snippets("messages_fts", query.fts, hits)
+    elif page.route in ("trigram", "words+trigram") and not postgres:
+        _sqlite_snippets("messages_fts_trigram", trigram_match(query), hits)
+    else:
+        _substring_snippets(query, hits)
+    # A hit only in tool-call arguments may have no text of its own to show.
+    missing = [h for h in hits if h.snippet is None or not h.snippet.text.strip()]
+    if missing:
+        _substring_snippets(query, missing)

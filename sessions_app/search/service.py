@@ -1,0 +1,292 @@
+"""L2 session search: the operations the tool, the API and the Sessions page share.
+
+Reads (`search_conversations`, `recent_conversations`, `access_search_summary`) and the two
+summary operations (`search_summaries_wait`, `search_summary_start`). Every function takes
+the acting user as `owner` and never returns another user's data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Max, OuterRef, Subquery
+from django.db.models.functions import Substr
+
+from hermes_site.exceptions import NotFound, ServiceError
+
+from ..lineage import (
+    ConversationRow,
+    compression_chains,
+    compression_roots,
+    conversation_rows,
+    conversation_tips,
+    lineage_ids,
+)
+from ..models import Message, SearchSummary, Session
+from .backends import SEARCHABLE_ROLES, Filters, add_snippets, find_hits
+from .hits import Hit
+from .sanitize import parse_query
+from .summarise import (
+    Outcome,
+    query_hash,
+    summaries_available,
+    summaries_wait,
+    summary_request,
+    summary_start,
+)
+
+SNIPPETS_PER_CONVERSATION = 3
+MAX_ROWS = 300
+PREVIEW_CHARS = 200
+
+
+def chat_link(session_id: str) -> str:
+    return f"/chat/{session_id}/"
+
+
+@dataclass
+class ConversationHit:
+    """One conversation (a compression chain) among the results, shown at its tip."""
+
+    root_id: str
+    session_id: str  # the chain's tip: where the conversation carries on
+    title: str | None
+    started_at: datetime
+    last_activity_at: datetime
+    last_message_id: int
+    hits: list[Hit]  # the best few, best first
+    hit_count: int  # hits among the rows retrieved (a lower bound)
+    summary: str | None = None
+    summary_status: str = "none"  # none|cached|done|failed|timeout|unavailable
+    summary_id: int | None = None
+
+    @property
+    def link(self) -> str:
+        return chat_link(self.session_id)
+
+    @property
+    def best(self) -> Hit:
+        return self.hits[0]
+
+
+@dataclass
+class SearchResult:
+    query: str  # the sanitised query that ran ("" when nothing searchable was left)
+    route: str
+    conversations: list[ConversationHit] = field(default_factory=list)
+
+
+def check_roles(roles: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Parse a role filter ("user,assistant" or a list); refuse unknown roles."""
+    if roles is None or roles == "":
+        return ()
+    items = roles.split(",") if isinstance(roles, str) else list(roles)
+    cleaned = tuple(dict.fromkeys(r.strip().lower() for r in items if r and r.strip()))
+    unknown = [r for r in cleaned if r not in SEARCHABLE_ROLES]
+    if unknown:
+        raise ServiceError(
+            "invalid_role",
+            f"Unknown role {unknown[0]!r}; use {', '.join(SEARCHABLE_ROLES)} (comma-separated).",
+        )
+    return cleaned
+
+
+def _excluded(owner: AbstractBaseUser, session_id: str | None) -> frozenset[str]:
+    if not session_id:
+        return frozenset()
+    current = Session.objects.filter(id=session_id, owner=owner).first()
+    return frozenset(lineage_ids(current)) if current is not None else frozenset()
+
+
+def search_conversations(
+    *,
+    owner: AbstractBaseUser,
+    query: str,
+    roles: tuple[str, ...] = (),
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 3,
+    exclude_lineage_of: str | None = None,
+    rows: int | None = None,
+) -> SearchResult:
+    """The owner's conversations matching `query`, best first, at most `limit` of them.
+
+    Hits are grouped by conversation (a compression chain counts once, shown at its tip);
+    `exclude_lineage_of` (the current session) removes that session's whole lineage. Each
+    result carries up to three highlighted snippets and a cached summary if one exists.
+    Any string is acceptable as `query`; one with nothing searchable gives no results.
+    """
+    parsed = parse_query(query)
+    limit = max(1, limit)
+    if not parsed:
+        return SearchResult(query="", route="none")
+    filters = Filters(
+        roles=roles,
+        since=since,
+        until=until,
+        exclude_session_ids=_excluded(owner, exclude_lineage_of),
+    )
+    page = find_hits(
+        owner_id=owner.pk,
+        query=parsed,
+        filters=filters,
+        limit=rows or min(MAX_ROWS, max(50, limit * 20)),
+    )
+    roots = compression_roots({h.session_id for h in page.hits}, owner_id=owner.pk)
+    groups: dict[str, list[Hit]] = {}
+    counts: dict[str, int] = {}
+    for hit in page.hits:
+        root = roots.get(hit.session_id, hit.session_id)
+        if root not in groups:
+            if len(groups) >= limit:
+                continue
+            groups[root] = []
+        counts[root] = counts.get(root, 0) + 1
+        if len(groups[root]) < SNIPPETS_PER_CONVERSATION:
+            groups[root].append(hit)
+    if not groups:
+        return SearchResult(query=parsed.fts, route=page.route)
+
+    add_snippets(page, parsed, [h for hits in groups.values() for h in hits])
+    chains = compression_chains(groups, owner_id=owner.pk)
+    chain_ids = {sid for chain in chains.values() for sid in chain}
+    sessions = {
+        s.id: s
+        for s in Session.objects.filter(owner=owner, id__in=chain_ids).only(
+            "id", "title", "started_at", "last_activity_at"
+        )
+    }
+    newest = dict(
+        Message.objects.filter(session_id__in=chain_ids)
+        .values("session_id")
+        .annotate(last=Max("id"))
+        .values_list("session_id", "last")
+    )
+    results = []
+    for root, hits in groups.items():
+        chain = chains.get(root, [root])
+        tip = sessions[chain[-1]]
+        results.append(
+            ConversationHit(
+                root_id=root,
+                session_id=tip.id,
+                title=next((sessions[s].title for s in reversed(chain) if sessions[s].title), None),
+                started_at=sessions[root].started_at,
+                last_activity_at=tip.last_activity_at,
+                last_message_id=max((newest.get(s, 0) for s in chain), default=0),
+                hits=hits,
+                hit_count=counts[root],
+            )
+        )
+    _attach_cached_summaries(owner, query, results)
+    return SearchResult(query=parsed.fts, route=page.route, conversations=results)
+
+
+def _attach_cached_summaries(
+    owner: AbstractBaseUser, query: str, results: list[ConversationHit]
+) -> None:
+    keys = {(r.root_id, r.last_message_id): r for r in results}
+    rows = SearchSummary.objects.filter(
+        owner=owner, query_hash=query_hash(query), session_id__in=[r.root_id for r in results]
+    ).values("id", "session_id", "last_message_id", "status", "summary")
+    for row in rows:
+        result = keys.get((row["session_id"], row["last_message_id"]))
+        if result is None:
+            continue
+        result.summary_id = row["id"]
+        if row["status"] == SearchSummary.Status.DONE:
+            result.summary = row["summary"]
+            result.summary_status = "cached"
+        else:
+            result.summary_status = row["status"]
+
+
+def search_summaries_wait(
+    *,
+    owner: AbstractBaseUser,
+    query: str,
+    result: SearchResult,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+) -> None:
+    """Fill in `summary` for every conversation of `result`, waiting at most `timeout`
+    seconds with at most `concurrency` summaries at once. Never raises because of the
+    summariser: failures and timeouts leave `summary` None with a status saying why.
+    Call outside a transaction (see summarise.summaries_wait)."""
+    todo = [c for c in result.conversations if c.summary_status != "cached"]
+    outcomes: list[Outcome] = summaries_wait(
+        owner=owner,
+        query=query,
+        requests=[(c.root_id, c.last_message_id) for c in todo],
+        timeout=timeout,
+        concurrency=concurrency,
+    )
+    for conversation, outcome in zip(todo, outcomes, strict=True):
+        conversation.summary = outcome.summary
+        conversation.summary_status = outcome.status
+        conversation.summary_id = outcome.summary_id
+
+
+def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str) -> SearchSummary:
+    """Ask for a background summary of the conversation holding `session_id` (any session
+    of its compression chain) focused on `query`. Returns the cache row at once; the work
+    runs as a Celery task after commit. Refuses empty queries and unknown sessions."""
+    if not parse_query(query):
+        raise ServiceError("empty_query", "Type something to search for first.")
+    if not summaries_available():
+        raise ServiceError(
+            "llm_unavailable",
+            "Summaries need a model: set HERMES_MODEL (see the README).",
+            status=503,
+        )
+    session = Session.objects.filter(id=session_id, owner=owner).first()
+    if session is None or session.end_reason == Session.EndReason.DELETED:
+        raise NotFound("conversation")
+    root = compression_roots([session.id], owner_id=owner.pk)[session.id]
+    chain = compression_chains([root], owner_id=owner.pk)[root]
+    last = Message.objects.filter(session_id__in=chain).aggregate(last=Max("id"))["last"]
+    if last is None:
+        raise ServiceError("empty_conversation", "That conversation has no messages yet.")
+    summary = summary_request(owner=owner, query=query, root_id=root, last_message_id=last)
+    summary_start(summary=summary)
+    return summary
+
+
+def access_search_summary(*, owner: AbstractBaseUser, summary_id: int) -> SearchSummary:
+    summary = SearchSummary.objects.filter(id=summary_id, owner=owner).first()
+    if summary is None:
+        raise NotFound("summary")
+    return summary
+
+
+@dataclass(frozen=True, slots=True)
+class RecentConversation:
+    row: ConversationRow
+    preview: str
+
+    @property
+    def link(self) -> str:
+        return chat_link(self.row.session_id)
+
+
+def recent_conversations(
+    *, owner: AbstractBaseUser, limit: int = 10, exclude_lineage_of: str | None = None
+) -> list[RecentConversation]:
+    """The owner's latest conversations (each chain once, at its tip) with a preview of the
+    first thing the user asked; no model cost."""
+    tips = conversation_tips(owner=owner).exclude(id__in=_excluded(owner, exclude_lineage_of))
+    rows = conversation_rows(owner=owner, tips=tips[: max(1, limit)])
+    first_user = (
+        Message.objects.filter(session_id=OuterRef("pk"), role=Message.Role.USER)
+        .order_by("id")
+        .annotate(head=Substr("content", 1, PREVIEW_CHARS))
+        .values("head")[:1]
+    )
+    previews = dict(
+        Session.objects.filter(owner=owner, id__in=[r.root_id for r in rows])
+        .annotate(preview=Subquery(first_user))
+        .values_list("id", "preview")
+    )
+    return [RecentConversation(r, " ".join((previews.get(r.root_id) or "").split())) for r in rows]

@@ -1,0 +1,280 @@
+"""The agent's `session_search` tool: recall earlier conversations with this user.
+
+Modes, chosen from the arguments in this order (reference §6):
+1. scroll — `session_id` + `around_message_id`: the messages around one message;
+2. read — `session_id`: a conversation (all of it, or its start and end when long);
+3. browse — no query: recent conversations with previews, no model cost;
+4. discover — `query`: the best conversations (default 3, at most 5), each with a focused
+   summary (or, when the summariser fails or is slow, the matching snippets), title,
+   date and link.
+
+The current conversation's lineage is never a search result. The handler acts as
+`ctx.user` only; a session id from another user reads as "no such conversation".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.utils import timezone
+
+from hermes_site.exceptions import NotFound, ServiceError
+
+from ..agent.tools import Tool, ToolContext, ToolResult, registry
+from ..models import Message, Session
+from .service import (
+    check_roles,
+    recent_conversations,
+    search_conversations,
+    search_summaries_wait,
+)
+
+logger = logging.getLogger(__name__)
+
+NAME = "session_search"
+READ_ALL_UP_TO = 30
+READ_HEAD, READ_TAIL = 20, 10
+MESSAGE_CHARS = 4000
+DEFAULT_WINDOW, MAX_WINDOW = 5, 20
+
+DESCRIPTION = """\
+Search and read your earlier conversations with this user (not the current one). \
+Use it when the user refers to something from before ("what did we decide about…", \
+"like last time") or when past context would help.
+
+- query: full-text search. Returns the best conversations (default 3, at most 5) with a \
+summary focused on the query, the title, date and a link. Syntax: words are ANDed; \
+OR, NOT, "exact phrase" and prefix* work. Chinese/Japanese/Korean text works too.
+- no arguments: the most recent conversations with previews (cheap).
+- session_id: read that conversation. Add around_message_id (from a result) to read the \
+messages around it (window, default 5).
+Results come from the user's own history only."""
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 5,
+            "description": "Conversations to return for a query (default 3, max 5); for "
+            "browsing, how many recent ones (default 10, max 20).",
+        },
+        "role": {
+            "type": "string",
+            "description": "Only match messages from these roles: user, assistant, tool "
+            "(comma-separated). Default: all.",
+        },
+        "session_id": {"type": "string", "description": "A conversation to read."},
+        "around_message_id": {
+            "type": "integer",
+            "description": "With session_id: read the messages around this message.",
+        },
+        "window": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_WINDOW,
+            "description": "Messages before and after around_message_id (default 5).",
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def _int(args: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = args.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ServiceError("invalid_arguments", f"'{name}' must be a whole number.") from None
+    return min(high, max(low, number))
+
+
+def _when(value: Any) -> str:
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M")
+
+
+def _message_payload(message: Message) -> dict[str, Any]:
+    content = message.content or ""
+    item: dict[str, Any] = {
+        "id": message.id,
+        "role": message.role,
+        "when": _when(message.timestamp),
+        "content": content[:MESSAGE_CHARS],
+    }
+    if message.tool_name:
+        item["tool_name"] = message.tool_name
+    if message.role == Message.Role.ASSISTANT and message.tool_calls:
+        names = [
+            (c.get("function") or {}).get("name", "")
+            for c in message.tool_calls
+            if isinstance(c, dict)
+        ]
+        item["called"] = [n for n in names if n]
+    if len(content) > MESSAGE_CHARS:
+        item["content_truncated"] = True
+        item["original_content_chars"] = len(content)
+    return item
+
+
+def _access_session(ctx: ToolContext, session_id: Any) -> Session:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ServiceError("invalid_arguments", "'session_id' must be a conversation id.")
+    session = Session.objects.filter(id=session_id.strip(), owner=ctx.user).first()
+    if session is None or session.end_reason == Session.EndReason.DELETED:
+        raise NotFound("conversation")
+    return session
+
+
+def _visible(session: Session):  # type: ignore[no-untyped-def]
+    return Message.objects.filter(session=session).exclude(role=Message.Role.SYSTEM)
+
+
+def _session_header(session: Session) -> dict[str, Any]:
+    return {
+        "session_id": session.id,
+        "title": session.title,
+        "when": _when(session.started_at),
+        "link": f"/chat/{session.id}/",
+    }
+
+
+def _scroll(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    session = _access_session(ctx, args.get("session_id"))
+    anchor_id = _int(args, "around_message_id", 0, 0, 2**62)
+    window = _int(args, "window", DEFAULT_WINDOW, 1, MAX_WINDOW)
+    if not _visible(session).filter(id=anchor_id).exists():
+        raise NotFound("message in that conversation")
+    before = list(_visible(session).filter(id__lt=anchor_id).order_by("-id")[:window])
+    after = list(_visible(session).filter(id__gte=anchor_id).order_by("id")[: window + 1])
+    messages = [*reversed(before), *after]
+    payload = {
+        "success": True,
+        "mode": "scroll",
+        **_session_header(session),
+        "around_message_id": anchor_id,
+        "messages": [_message_payload(m) for m in messages],
+    }
+    return ToolResult(True, payload, f"read {len(messages)} messages around #{anchor_id}")
+
+
+def _read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    session = _access_session(ctx, args.get("session_id"))
+    total = _visible(session).count()
+    if total > READ_ALL_UP_TO:
+        head = list(_visible(session).order_by("id")[:READ_HEAD])
+        tail = list(reversed(_visible(session).order_by("-id")[:READ_TAIL]))
+        messages = [_message_payload(m) for m in head]
+        messages.append({"omitted": total - READ_HEAD - READ_TAIL})
+        messages += [_message_payload(m) for m in tail]
+        hint = "Use around_message_id to read the middle."
+    else:
+        messages = [_message_payload(m) for m in _visible(session).order_by("id")]
+        hint = ""
+    payload = {
+        "success": True,
+        "mode": "read",
+        **_session_header(session),
+        "message_count": total,
+        "messages": messages,
+    }
+    if hint:
+        payload["hint"] = hint
+    return ToolResult(True, payload, f"read conversation ({total} messages)")
+
+
+def _browse(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    limit = _int(args, "limit", 10, 1, 20)
+    items = recent_conversations(owner=ctx.user, limit=limit, exclude_lineage_of=ctx.session_id)
+    results = [
+        {
+            "session_id": item.row.session_id,
+            "title": item.row.title,
+            "when": _when(item.row.started_at),
+            "last_active": _when(item.row.last_activity_at),
+            "message_count": item.row.message_count,
+            "preview": item.preview,
+            "link": item.link,
+        }
+        for item in items
+    ]
+    payload: dict[str, Any] = {"success": True, "mode": "recent", "results": results}
+    if not results:
+        payload["message"] = "No earlier conversations."
+    return ToolResult(True, payload, f"listed {len(results)} recent conversations")
+
+
+def _discover(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise ServiceError("invalid_arguments", "'query' must be text.")
+    limit = _int(args, "limit", 3, 1, 5)
+    roles = check_roles(args.get("role") if isinstance(args.get("role"), str) else None)
+    result = search_conversations(
+        owner=ctx.user, query=query, roles=roles, limit=limit, exclude_lineage_of=ctx.session_id
+    )
+    if result.conversations:
+        try:
+            search_summaries_wait(owner=ctx.user, query=query, result=result)
+        except Exception:
+            # The tool never fails because the summariser did: snippets stand in.
+            logger.exception("search summaries failed; falling back to snippets")
+    results = []
+    for conv in result.conversations:
+        item: dict[str, Any] = {
+            "session_id": conv.session_id,
+            "title": conv.title,
+            "when": _when(conv.started_at),
+            "last_active": _when(conv.last_activity_at),
+            "link": conv.link,
+            "match_message_id": conv.best.message_id,
+            "matched_role": conv.best.role,
+            "summary": conv.summary,
+        }
+        if conv.summary is None:
+            item["summary_status"] = conv.summary_status
+            item["snippets"] = [
+                {
+                    "message_id": h.message_id,
+                    "role": h.role,
+                    "text": h.snippet.marked() if h.snippet else "",
+                }
+                for h in conv.hits
+            ]
+        results.append(item)
+    payload: dict[str, Any] = {
+        "success": True,
+        "mode": "search",
+        "query": result.query,
+        "results": results,
+        "count": len(results),
+    }
+    if not results:
+        payload["message"] = "No matching conversations found."
+    summarised = sum(1 for r in results if r["summary"])
+    summary = f"found {len(results)} conversation{'s' if len(results) != 1 else ''}"
+    if results and summarised < len(results):
+        summary += f" ({summarised} summarised)"
+    return ToolResult(True, payload, summary)
+
+
+def session_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    if args.get("session_id") not in (None, ""):
+        if args.get("around_message_id") not in (None, ""):
+            return _scroll(ctx, args)
+        return _read(ctx, args)
+    query = args.get("query")
+    if query is None or (isinstance(query, str) and not query.strip()):
+        return _browse(ctx, args)
+    return _discover(ctx, args)
+
+
+def register() -> Tool:
+    return registry.register(Tool(NAME, DESCRIPTION, PARAMETERS, session_search, "search"))
+
+
+register()

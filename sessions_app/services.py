@@ -1,0 +1,394 @@
+"""Writes to conversations: starting turns, saving what the model produced, renaming,
+pinning and deleting. Every function acts for `user` and refuses other people's rows."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.services import quota_check
+from hermes_site.exceptions import NotFound, ServiceError
+
+from .lineage import compression_tip
+from .models import Message, Session, SystemPrompt
+
+COMPRESS_CLAIM = "compress"  # the turn claim held while a conversation is compressed
+
+TITLE_MAX = 100
+_INVISIBLE = re.compile(
+    r"[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def access_session(*, user: AbstractBaseUser, session_id: Any) -> Session:
+    """The user's session with that id; NotFound for missing and for other users' ids."""
+    if not isinstance(session_id, str) or not session_id:
+        raise NotFound("conversation")
+    session = Session.objects.filter(pk=session_id, owner=user).first()
+    if session is None:
+        raise NotFound("conversation")
+    return session
+
+
+def clean_title(text: str) -> str:
+    """Control, zero-width and bidi characters stripped, whitespace collapsed, ≤100 chars."""
+    text = _INVISIBLE.sub(" ", unicodedata.normalize("NFC", text or ""))
+    text = " ".join(text.split())
+    return text[:TITLE_MAX].strip()
+
+
+def _derived_title(text: str) -> str:
+    first_line = clean_title(text.strip().splitlines()[0] if text.strip() else "")
+    if len(first_line) > 60:
+        first_line = first_line[:57].rstrip() + "…"
+    return first_line or "New conversation"
+
+
+def _unique_title(*, user: AbstractBaseUser, base: str, exclude: str | None = None) -> str:
+    taken = set(
+        Session.objects.filter(owner=user, title__startswith=base[:90])
+        .exclude(pk=exclude)
+        .values_list("title", flat=True)
+    )
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base[: TITLE_MAX - 6]} ({n})" in taken:
+        n += 1
+    return f"{base[: TITLE_MAX - 6]} ({n})"
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    session: Session
+    created: bool
+    user_message: Message | None
+    assistant_message: Message
+    token: str
+    #: The id the client asked for when the conversation had moved on to a continuation.
+    switched_from: str | None = None
+
+
+def check_message_text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise ServiceError("bad_request", "The message must be text.")
+    if not text.strip():
+        raise ServiceError("empty_message", "Type a message first.")
+    limit = settings.HERMES_MAX_MESSAGE_CHARS
+    if len(text) > limit:
+        raise ServiceError(
+            "message_too_long",
+            f"The message is {len(text):,} characters; the limit is {limit:,}.",
+        )
+    return text
+
+
+def _claim_turn(session: Session) -> str:
+    """Mark the session busy for this turn, across processes; '' if another turn runs.
+
+    A conditional UPDATE (exactly one row changed) decides the race; a claim older than
+    HERMES_TURN_STALE_SECONDS belongs to a process that died and may be taken over.
+    """
+    token = secrets.token_hex(8)
+    stale = timezone.now() - timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS)
+    changed = (
+        Session.objects.filter(pk=session.pk)
+        .filter(turn_token="")
+        .update(turn_token=token, turn_started_at=timezone.now())
+    ) or (
+        Session.objects.filter(pk=session.pk, turn_started_at__lt=stale).update(
+            turn_token=token, turn_started_at=timezone.now()
+        )
+    )
+    return token if changed == 1 else ""
+
+
+def turn_begin(
+    *,
+    user: AbstractBaseUser,
+    session_id: str | None,
+    text: str | None,
+    regenerate: bool = False,
+    temporary: bool = False,
+) -> TurnStart:
+    """Persist the user's message (before any model call) and claim the conversation.
+
+    With `regenerate`, no new message: the last answer (and its tool calls) after the last
+    user message is removed and answered again. `temporary` applies to a new conversation.
+    """
+    quota_check(user=user)
+    if not regenerate:
+        text = check_message_text(text)
+    with transaction.atomic():
+        created = False
+        if session_id is None:
+            if regenerate:
+                raise NotFound("conversation")
+            session = Session.objects.create(
+                owner=user,
+                title=_unique_title(user=user, base=_derived_title(text or "")),
+                title_source=Session.TitleSource.DERIVED,
+                model=settings.HERMES_MODEL,
+                temporary=temporary,
+            )
+            created = True
+        else:
+            session = access_session(user=user, session_id=session_id)
+            if session.end_reason == Session.EndReason.COMPRESSION:
+                # The conversation goes on in its newest continuation.
+                session = compression_tip(session)
+        token = _claim_turn(session)
+        if not token:
+            if _is_compressing(session):
+                raise ServiceError(
+                    "compressing",
+                    "Earlier messages are being compressed; your message follows in a moment.",
+                    session=session.pk,
+                )
+            raise ServiceError(
+                "turn_in_progress",
+                "The agent is still answering in this conversation. Wait or press Stop.",
+                session=session.pk,
+            )
+        # An answer left "streaming" by a process that died is closed as interrupted.
+        session.messages.filter(status=Message.Status.STREAMING).update(
+            status=Message.Status.INTERRUPTED
+        )
+        user_message = None
+        now = timezone.now()
+        if regenerate:
+            last_user = session.messages.filter(role=Message.Role.USER).order_by("-id").first()
+            if last_user is None:
+                _release(session.pk, token)
+                raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
+            removed, _ = session.messages.filter(id__gt=last_user.id).delete()
+            Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - removed)
+        else:
+            user_message = Message.objects.create(
+                session=session, role=Message.Role.USER, content=text, timestamp=now
+            )
+        assistant = Message.objects.create(
+            session=session,
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.STREAMING,
+            model=settings.HERMES_MODEL,
+            timestamp=now,
+        )
+        Session.objects.filter(pk=session.pk).update(
+            message_count=F("message_count") + (1 if regenerate else 2), last_activity_at=now
+        )
+    session.refresh_from_db()
+    switched = session_id if session_id and session_id != session.pk else None
+    return TurnStart(session, created, user_message, assistant, token, switched)
+
+
+def _is_compressing(session: Session) -> bool:
+    return Session.objects.filter(pk=session.pk, turn_token=COMPRESS_CLAIM).exists()
+
+
+def compression_schedule(*, session_id: str) -> bool:
+    """After a turn: queue compression when the next prompt would pass the threshold."""
+    from .compression import needs_compression
+    from .tasks import compress_session
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None or not needs_compression(session):
+        return False
+    transaction.on_commit(lambda: compress_session.delay(session_id))
+    return True
+
+
+def _release(session_id: str, token: str) -> None:
+    Session.objects.filter(pk=session_id, turn_token=token).update(
+        turn_token="", turn_started_at=None
+    )
+
+
+def turn_release(*, session_id: str, token: str) -> None:
+    _release(session_id, token)
+
+
+def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:
+    """Freeze `text` as the session's system prompt (deduplicated by sha256)."""
+    prompt, _ = SystemPrompt.objects.get_or_create(
+        hash=SystemPrompt.digest(text), defaults={"prompt": text}
+    )
+    Session.objects.filter(pk=session.pk).update(system_prompt=prompt)
+    session.system_prompt = prompt
+    return prompt
+
+
+def user_message_set_context(*, message_id: int, context_block: str) -> None:
+    Message.objects.filter(pk=message_id).update(context_block=context_block)
+
+
+def assistant_save_progress(*, message_id: int, content: str) -> None:
+    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(content=content)
+
+
+@dataclass
+class CallUsage:
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+
+def assistant_finish(
+    *,
+    message_id: int,
+    content: str,
+    status: str,
+    usage: CallUsage | None,
+    finish_reason: str = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    reasoning: str = "",
+) -> Message:
+    """Close an assistant message and add its model call to the session's counters."""
+    with transaction.atomic():
+        message = Message.objects.select_for_update().get(pk=message_id)
+        message.content = content
+        message.status = status
+        message.finish_reason = finish_reason
+        message.tool_calls = tool_calls or None
+        message.reasoning = reasoning
+        fields = ["content", "status", "finish_reason", "tool_calls", "reasoning"]
+        counters: dict[str, Any] = {"last_activity_at": timezone.now()}
+        if usage is not None:
+            message.model = usage.model
+            message.prompt_tokens = usage.prompt_tokens
+            message.completion_tokens = usage.completion_tokens
+            message.cached_tokens = usage.cached_tokens
+            message.reasoning_tokens = usage.reasoning_tokens
+            message.cost_usd = usage.cost_usd
+            message.token_count = usage.completion_tokens
+            fields += [
+                "model",
+                "prompt_tokens",
+                "completion_tokens",
+                "cached_tokens",
+                "reasoning_tokens",
+                "cost_usd",
+                "token_count",
+            ]
+            counters.update(
+                api_call_count=F("api_call_count") + 1,
+                input_tokens=F("input_tokens") + usage.prompt_tokens,
+                output_tokens=F("output_tokens") + usage.completion_tokens,
+                cache_read_tokens=F("cache_read_tokens") + usage.cached_tokens,
+                reasoning_tokens=F("reasoning_tokens") + usage.reasoning_tokens,
+                estimated_cost_usd=F("estimated_cost_usd") + usage.cost_usd,
+            )
+        if tool_calls:
+            counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
+        message.save(update_fields=fields)
+        Session.objects.filter(pk=message.session_id).update(**counters)
+    return message
+
+
+def assistant_continue(*, session_id: str) -> Message:
+    """A fresh streaming assistant message after a round of tool calls."""
+    with transaction.atomic():
+        message = Message.objects.create(
+            session_id=session_id,
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.STREAMING,
+            model=settings.HERMES_MODEL,
+        )
+        Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
+    return message
+
+
+def tool_message_add(
+    *, session_id: str, tool_call_id: str, tool_name: str, content: str
+) -> Message:
+    with transaction.atomic():
+        message = Message.objects.create(
+            session_id=session_id,
+            role=Message.Role.TOOL,
+            tool_call_id=tool_call_id or "missing",
+            tool_name=tool_name,
+            content=content,
+        )
+        Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
+    return message
+
+
+def session_rename(*, user: AbstractBaseUser, session_id: str, title: str) -> Session:
+    session = access_session(user=user, session_id=session_id)
+    title = clean_title(title)
+    if not title:
+        raise ServiceError("invalid_title", "A title needs at least one visible character.")
+    try:
+        with transaction.atomic():
+            Session.objects.filter(pk=session.pk).update(
+                title=title, title_source=Session.TitleSource.USER
+            )
+    except IntegrityError:
+        raise ServiceError(
+            "duplicate_title", f"You already have a conversation titled {title!r}."
+        ) from None
+    session.title, session.title_source = title, Session.TitleSource.USER
+    return session
+
+
+def session_set_flags(
+    *,
+    user: AbstractBaseUser,
+    session_id: str,
+    pinned: bool | None = None,
+    archived: bool | None = None,
+) -> Session:
+    session = access_session(user=user, session_id=session_id)
+    changes = {k: v for k, v in {"pinned": pinned, "archived": archived}.items() if v is not None}
+    if changes:
+        Session.objects.filter(pk=session.pk).update(**changes)
+        for key, value in changes.items():
+            setattr(session, key, value)
+    return session
+
+
+def session_delete(*, user: AbstractBaseUser, session_id: str) -> None:
+    """Delete a conversation with its whole compression lineage (one row in the list)."""
+    session = access_session(user=user, session_id=session_id)
+    ids = {session.pk}
+    frontier = [session.pk]
+    while frontier:  # descendants (continuations), then ancestors
+        children = list(
+            Session.objects.filter(owner=user, parent_id__in=frontier).values_list("pk", flat=True)
+        )
+        frontier = [c for c in children if c not in ids]
+        ids.update(frontier)
+    parent_id = session.parent_id
+    while parent_id and parent_id not in ids:
+        ids.add(parent_id)
+        parent_id = (
+            Session.objects.filter(pk=parent_id, owner=user)
+            .values_list("parent_id", flat=True)
+            .first()
+        )
+    with transaction.atomic():
+        Session.objects.filter(owner=user, pk__in=ids).delete()
+
+
+def temporary_sessions_expire() -> int:
+    """Delete temporary conversations past their retention; returns how many."""
+    cutoff = timezone.now() - timedelta(days=settings.HERMES_TEMPORARY_CHAT_DAYS)
+    expired = Session.objects.filter(temporary=True, started_at__lt=cutoff)
+    count = expired.count()
+    with transaction.atomic():
+        expired.delete()
+    return count

@@ -1,0 +1,351 @@
+// Hermes Web chat: one websocket, streaming answers, tool chips, notices.
+// Text from the model is only ever inserted with textContent; finished answers are
+// replaced by HTML the server rendered and sanitised.
+(function () {
+  "use strict";
+
+  const root = document.getElementById("chat");
+  if (!root) return;
+  const thread = document.getElementById("thread");
+  const form = document.getElementById("composer");
+  const input = document.getElementById("composer-text");
+  const sendBtn = document.getElementById("send");
+  const stopBtn = document.getElementById("stop");
+  const regenBtn = document.getElementById("regenerate");
+  const statusLine = document.getElementById("status-line");
+  const toasts = document.getElementById("toasts");
+  const convList = document.getElementById("conv-list");
+  const chatUrl = root.dataset.chatUrl;
+  const maxChars = parseInt(root.dataset.maxChars || "32000", 10);
+
+  let sessionId = root.dataset.session || null;
+  let busy = root.dataset.streaming === "1";
+  let lastSeq = 0;
+  let turnAfter = lastMessageId();
+  let socket = null;
+  let retry = 0;
+  const pending = [];
+
+  function lastMessageId() {
+    let max = 0;
+    thread.querySelectorAll("[data-message-id]").forEach(function (el) {
+      const id = parseInt(el.dataset.messageId, 10);
+      if (id > max) max = id;
+    });
+    return max;
+  }
+
+  function setBusy(value) {
+    busy = value;
+    stopBtn.hidden = !value;
+    sendBtn.disabled = value || input.disabled;
+    thread.setAttribute("aria-busy", value ? "true" : "false");
+    regenBtn.hidden = value || !sessionId || !thread.querySelector(".msg-assistant:last-of-type");
+    if (!value) statusLine.textContent = "";
+  }
+
+  function scrollDown() {
+    const nearBottom = thread.scrollHeight - thread.scrollTop - thread.clientHeight < 160;
+    if (nearBottom) thread.scrollTop = thread.scrollHeight;
+  }
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function toast(text, kind) {
+    const t = el("div", "toast toast-" + (kind || "info"), text);
+    toasts.appendChild(t);
+    setTimeout(function () { t.remove(); }, 6000);
+  }
+
+  function removeEmptyHint() {
+    const hint = document.getElementById("thread-empty");
+    if (hint) hint.remove();
+  }
+
+  function addUserBubble(text) {
+    removeEmptyHint();
+    const art = el("article", "msg msg-user msg-pending");
+    art.appendChild(el("div", "msg-who", "You"));
+    art.appendChild(el("div", "msg-body msg-plain", text));
+    thread.appendChild(art);
+    thread.scrollTop = thread.scrollHeight;
+  }
+
+  function streamingBubble(messageId) {
+    let art = messageId ? thread.querySelector('[data-message-id="' + messageId + '"]') : null;
+    if (!art) {
+      art = el("article", "msg msg-assistant msg-streaming");
+      if (messageId) art.dataset.messageId = messageId;
+      art.appendChild(el("div", "msg-who", "Hermes"));
+      thread.appendChild(art);
+    }
+    let body = art.querySelector(".msg-body");
+    if (!body) {
+      body = el("div", "msg-body msg-plain streaming");
+      art.insertBefore(body, art.querySelector(".chips"));
+    }
+    return { art: art, body: body };
+  }
+
+  function chipsOf(art) {
+    let chips = art.querySelector(".chips");
+    if (!chips) {
+      chips = el("div", "chips");
+      art.appendChild(chips);
+    }
+    return chips;
+  }
+
+  function currentAssistant() {
+    const all = thread.querySelectorAll(".msg-assistant");
+    return all.length ? all[all.length - 1] : streamingBubble(null).art;
+  }
+
+  function errorNote(text) {
+    const note = el("p", "msg-note msg-error", text);
+    note.setAttribute("role", "alert");
+    thread.appendChild(note);
+    thread.scrollTop = thread.scrollHeight;
+  }
+
+  async function refreshThread() {
+    if (!sessionId) return;
+    const url = root.dataset.messagesUrl + "?after=" + turnAfter;
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const html = await response.text();
+      // Drop what this turn drew locally, then insert the server's rendering.
+      Array.from(thread.children).forEach(function (child) {
+        const id = parseInt(child.dataset.messageId || "0", 10);
+        if (child.matches(".msg-pending, .msg-streaming, .msg-note") || id > turnAfter) child.remove();
+      });
+      const tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      thread.appendChild(tpl.content);
+      turnAfter = lastMessageId();
+      thread.scrollTop = thread.scrollHeight;
+    } catch (err) {
+      // The next event or a reload will bring the thread up to date.
+    }
+  }
+
+  function switchTo(newId) {
+    const oldId = sessionId;
+    sessionId = newId;
+    root.dataset.session = newId;
+    root.dataset.messagesUrl = chatUrl + encodeURIComponent(newId) + "/messages/";
+    history.replaceState(null, "", chatUrl + encodeURIComponent(newId) + "/");
+    const item = convList.querySelector('[data-session-id="' + oldId + '"]');
+    if (item) {
+      item.dataset.sessionId = newId;
+      const link = item.querySelector("a");
+      if (link) link.href = chatUrl + encodeURIComponent(newId) + "/";
+    }
+    send({ type: "chat.subscribe", session: newId });
+  }
+
+  function onSessionStarted(ev) {
+    const temporary = document.getElementById("temporary");
+    if (temporary) temporary.closest("label").hidden = true;
+    sessionId = ev.session;
+    root.dataset.session = sessionId;
+    root.dataset.messagesUrl = chatUrl + encodeURIComponent(sessionId) + "/messages/";
+    history.replaceState(null, "", chatUrl + encodeURIComponent(sessionId) + "/");
+    document.getElementById("chat-title").textContent = ev.title || "Conversation";
+    document.title = (ev.title || "Conversation") + " · Hermes Web";
+    const empty = document.getElementById("conv-empty");
+    if (empty) empty.remove();
+    const li = el("li", "conv current");
+    li.dataset.sessionId = sessionId;
+    const a = el("a", "", ev.title || "Untitled");
+    a.href = chatUrl + encodeURIComponent(sessionId) + "/";
+    a.setAttribute("aria-current", "page");
+    li.appendChild(a);
+    convList.querySelectorAll(".conv.current").forEach(function (c) { c.classList.remove("current"); });
+    convList.insertBefore(li, convList.firstChild);
+  }
+
+  const handlers = {
+    "session.started": onSessionStarted,
+    "session.snapshot": function (ev) {
+      setBusy(true);
+      lastSeq = ev.seq || 0;
+      const bubble = streamingBubble(ev.message_id);
+      bubble.body.textContent = ev.text || "";
+      statusLine.textContent = "Hermes is answering…";
+    },
+    "assistant.delta": function (ev) {
+      if (!busy) setBusy(true);
+      const bubble = streamingBubble(ev.message_id);
+      bubble.body.appendChild(document.createTextNode(ev.text));
+      statusLine.textContent = "";
+      scrollDown();
+    },
+    "tool.call": function (ev) {
+      const chip = el("details", "chip chip-running");
+      chip.dataset.callId = ev.call_id || "";
+      const summary = el("summary");
+      summary.appendChild(el("span", "chip-name", ev.name));
+      summary.appendChild(document.createTextNode(" · running…"));
+      chip.appendChild(summary);
+      const detail = el("div", "chip-detail");
+      detail.appendChild(el("div", "muted", "Arguments"));
+      detail.appendChild(el("pre", "", ev.arguments || ""));
+      chip.appendChild(detail);
+      chipsOf(currentAssistant()).appendChild(chip);
+      statusLine.textContent = "Using " + ev.name + "…";
+      scrollDown();
+    },
+    "tool.result": function (ev) {
+      const chip = thread.querySelector('.chip[data-call-id="' + (ev.call_id || "") + '"]');
+      if (!chip) return;
+      chip.classList.remove("chip-running");
+      if (!ev.ok) chip.classList.add("chip-failed");
+      const summary = chip.querySelector("summary");
+      summary.textContent = "";
+      summary.appendChild(el("span", "chip-name", ev.name));
+      summary.appendChild(document.createTextNode(" · " + ev.summary));
+      statusLine.textContent = "";
+    },
+    "notice": function (ev) {
+      if (ev.new_session && ev.new_session !== sessionId) {
+        // Compressed: the conversation continues in a new part (same place in the list).
+        switchTo(ev.new_session);
+      }
+      if (ev.kind === "compressed" && !ev.new_session) statusLine.textContent = ev.text;
+      toast(ev.text, ev.kind);
+    },
+    "assistant.done": function () {
+      // The turn is over: show the server's rendering of everything it produced.
+      refreshThread().then(function () { setBusy(false); });
+    },
+    "error": function (ev) {
+      if (ev.code === "turn_in_progress") {
+        toast(ev.message, "warn");
+        return;
+      }
+      thread.querySelectorAll(".msg-pending").forEach(function (p) { p.classList.remove("msg-pending"); });
+      errorNote(ev.message);
+      setBusy(false);
+      if (ev.seq) refreshThread();
+    },
+  };
+
+  function dispatch(ev) {
+    if (ev.session && sessionId && ev.session !== sessionId && !ev.new_session) return;
+    if (typeof ev.seq === "number") {
+      if (lastSeq && ev.seq > lastSeq + 1) {
+        // Missed events (a full channel drops silently): ask for a snapshot.
+        send({ type: "chat.subscribe", session: sessionId });
+      }
+      lastSeq = Math.max(lastSeq, ev.seq);
+    }
+    const handler = handlers[ev.type];
+    if (handler) handler(ev);
+  }
+
+  function send(message) {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify(message));
+    } else {
+      pending.push(message);
+      connect();
+    }
+  }
+
+  function connect() {
+    if (socket && (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING)) return;
+    const proto = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(proto + location.host + "/ws/chat/");
+    socket.addEventListener("open", function () {
+      retry = 0;
+      statusLine.textContent = busy ? "Hermes is answering…" : "";
+      if (sessionId) socket.send(JSON.stringify({ type: "chat.subscribe", session: sessionId }));
+      while (pending.length) socket.send(JSON.stringify(pending.shift()));
+    });
+    socket.addEventListener("message", function (e) {
+      try { dispatch(JSON.parse(e.data)); } catch (err) { /* ignore malformed frames */ }
+    });
+    socket.addEventListener("close", function (e) {
+      if (e.code === 4401) {
+        statusLine.textContent = "You are logged out. Reload the page to log in again.";
+        return;
+      }
+      statusLine.textContent = "Reconnecting…";
+      retry = Math.min(retry + 1, 6);
+      setTimeout(connect, 500 * Math.pow(2, retry - 1));
+    });
+  }
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    const text = input.value;
+    if (!text.trim() || busy) return;
+    if (text.length > maxChars) {
+      errorNote("That message is " + text.length.toLocaleString() + " characters; the limit is " + maxChars.toLocaleString() + ".");
+      return;
+    }
+    turnAfter = lastMessageId();
+    addUserBubble(text);
+    input.value = "";
+    lastSeq = 0;
+    setBusy(true);
+    statusLine.textContent = "Sending…";
+    const temporary = document.getElementById("temporary");
+    const message = { type: "chat.send", session: sessionId, text: text };
+    if (!sessionId && temporary && temporary.checked) message.temporary = true;
+    send(message);
+  });
+
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    } else if (e.key === "Escape" && busy) {
+      stopBtn.click();
+    }
+  });
+
+  stopBtn.addEventListener("click", function () {
+    if (sessionId) send({ type: "chat.stop", session: sessionId });
+    statusLine.textContent = "Stopping…";
+  });
+
+  regenBtn.addEventListener("click", function () {
+    if (!sessionId || busy) return;
+    const assistants = thread.querySelectorAll(".msg-assistant");
+    const users = thread.querySelectorAll(".msg-user[data-message-id]");
+    const lastUser = users.length ? users[users.length - 1] : null;
+    turnAfter = lastUser ? parseInt(lastUser.dataset.messageId, 10) : turnAfter;
+    assistants.forEach(function (a) {
+      if (parseInt(a.dataset.messageId || "0", 10) > turnAfter) a.remove();
+    });
+    lastSeq = 0;
+    setBusy(true);
+    send({ type: "chat.regenerate", session: sessionId });
+  });
+
+  const toggle = document.getElementById("sidebar-toggle");
+  const sidebar = document.getElementById("chat-sidebar");
+  toggle.addEventListener("click", function () {
+    const open = sidebar.classList.toggle("open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+
+  document.querySelectorAll("form.confirm").forEach(function (f) {
+    f.addEventListener("submit", function (e) {
+      if (!window.confirm(f.dataset.confirm)) e.preventDefault();
+    });
+  });
+
+  setBusy(busy);
+  thread.scrollTop = thread.scrollHeight;
+  connect();
+  if (!input.disabled) input.focus();
+})();

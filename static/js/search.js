@@ -1,0 +1,100 @@
+// Sessions page: "Summarise" runs the summariser in the background (POST to the API) and
+// polls its status until the summary is there. Text is only ever set with textContent.
+(function () {
+  "use strict";
+
+  var POLL_MS = 1500;
+  var MAX_POLLS = 160; // about four minutes, past the server's task time limit
+
+  var STATUS_TEXT = {
+    pending: "Waiting for a worker…",
+    running: "Summarising…",
+    failed: "The summary failed: ",
+  };
+
+  function show(box, data) {
+    box.setAttribute("data-status", data.status);
+    box.classList.remove("empty-summary");
+    if (data.status === "done") {
+      box.textContent = data.summary || "";
+    } else if (data.status === "failed") {
+      box.textContent = STATUS_TEXT.failed + (data.error || "unknown error") + " The snippets above still apply.";
+    } else {
+      box.textContent = STATUS_TEXT[data.status] || "Summarising…";
+    }
+  }
+
+  function poll(box, url, count) {
+    if (count > MAX_POLLS) {
+      box.textContent = "Still summarising; reload the page later to see it.";
+      return;
+    }
+    window.setTimeout(function () {
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) {
+          if (!response.ok) { throw new Error("HTTP " + response.status); }
+          return response.json();
+        })
+        .then(function (data) {
+          show(box, data);
+          if (data.status === "pending" || data.status === "running") {
+            poll(box, url, count + 1);
+          }
+        })
+        .catch(function () {
+          box.textContent = "Lost contact with the server; reload the page to see the summary.";
+        });
+    }, POLL_MS);
+  }
+
+  function detailUrl(form, id) {
+    return form.getAttribute("data-api").replace(/\/?$/, "/") + id + "/";
+  }
+
+  document.querySelectorAll("form.summarise-form").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var box = form.parentElement.querySelector(".summary");
+      var button = form.querySelector("button");
+      var token = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+      button.disabled = true;
+      show(box, { status: "pending" });
+      fetch(form.getAttribute("data-api"), {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": token },
+        body: JSON.stringify({
+          q: form.querySelector("input[name=q]").value,
+          session_id: form.querySelector("input[name=session_id]").value,
+        }),
+      })
+        .then(function (response) {
+          return response.json().then(function (data) { return { ok: response.ok, data: data }; });
+        })
+        .then(function (result) {
+          button.disabled = false;
+          if (!result.ok) {
+            var error = result.data && result.data.error;
+            show(box, { status: "failed", error: error ? error.message : "request refused" });
+            return;
+          }
+          show(box, result.data);
+          if (result.data.status === "pending" || result.data.status === "running") {
+            poll(box, detailUrl(form, result.data.id), 0);
+          }
+        })
+        .catch(function () {
+          button.disabled = false;
+          show(box, { status: "failed", error: "could not reach the server." });
+        });
+    });
+  });
+
+  // Summaries already under way when the page was rendered.
+  document.querySelectorAll(".summary[data-summary-url]").forEach(function (box) {
+    var status = box.getAttribute("data-status");
+    if (status === "pending" || status === "running") {
+      poll(box, box.getAttribute("data-summary-url"), 0);
+    }
+  });
+})();

@@ -1,0 +1,140 @@
+"""Periodic housekeeping (Celery beat): every scheduled task exists, has a time limit, and
+does its job idempotently, including on a real worker."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session as LoginSession
+from django.utils import timezone
+
+from accounts.models import LoginThrottle
+from hermes_site import maintenance
+from hermes_site.celery import app as celery_app
+from memory.models import MemoryEvent
+from sessions_app.models import Message, Session
+from tests.conftest import wait_for
+
+
+def test_every_scheduled_task_is_registered_with_a_time_limit():
+    celery_app.loader.import_default_modules()
+    assert settings.CELERY_BEAT_SCHEDULE
+    for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+        task = celery_app.tasks.get(entry["task"])
+        assert task is not None, f"beat entry {name!r} names an unknown task {entry['task']!r}"
+        assert task.time_limit and task.time_limit < 3600, entry["task"]  # < visibility timeout
+        assert entry["schedule"] >= 60
+
+
+def orphan(user, *, age: timedelta, claim: str = "", claimed_age: timedelta | None = None):  # type: ignore[no-untyped-def]
+    now = timezone.now()
+    session = Session.objects.create(
+        owner=user,
+        title=f"s{Session.objects.count()}",
+        turn_token=claim,
+        turn_started_at=now - claimed_age if claimed_age is not None else None,
+    )
+    return Message.objects.create(
+        session=session,
+        role="assistant",
+        status="streaming",
+        content="half an ans",
+        timestamp=now - age,
+    )
+
+
+@pytest.mark.django_db
+def test_prune_closes_answers_orphaned_by_a_dead_process_and_nothing_alive(owner):
+    stale = timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS + 60)
+    dead_unclaimed = orphan(owner, age=stale)
+    dead_claimed = orphan(owner, age=stale, claim="abc", claimed_age=stale)
+    fresh = orphan(owner, age=timedelta(seconds=5))
+    long_but_alive = orphan(owner, age=stale, claim="abc", claimed_age=timedelta(seconds=5))
+    assert maintenance.streams_close_orphaned() == 2
+    assert maintenance.streams_close_orphaned() == 0  # idempotent
+    statuses = {m.pk: (m.status, m.content) for m in Message.objects.filter(role="assistant")}
+    assert statuses[dead_unclaimed.pk] == ("interrupted", "half an ans")
+    assert statuses[dead_claimed.pk][0] == "interrupted"
+    assert statuses[fresh.pk][0] == "streaming"
+    assert statuses[long_but_alive.pk][0] == "streaming"
+
+
+@pytest.mark.django_db
+def test_audit_events_past_retention_are_pruned(owner, settings):
+    settings.HERMES_AUDIT_RETENTION_DAYS = 30
+    old = MemoryEvent.objects.create(
+        owner=owner, source="manual", action="add", target="memory", verdict="accepted"
+    )
+    MemoryEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=31))
+    recent = MemoryEvent.objects.create(
+        owner=owner, source="manual", action="add", target="memory", verdict="accepted"
+    )
+    assert maintenance.audit_prune() == 1
+    assert list(MemoryEvent.objects.values_list("pk", flat=True)) == [recent.pk]
+    settings.HERMES_AUDIT_RETENTION_DAYS = 0
+    MemoryEvent.objects.update(created_at=timezone.now() - timedelta(days=3650))
+    assert maintenance.audit_prune() == 0
+
+
+@pytest.mark.django_db
+def test_expire_removes_expired_login_sessions_and_finished_lockouts(owner):
+    live = SessionStore()
+    live["x"] = 1
+    live.create()
+    dead = SessionStore()
+    dead["x"] = 1
+    dead.create()
+    LoginSession.objects.filter(pk=dead.session_key).update(
+        expire_date=timezone.now() - timedelta(days=1)
+    )
+    long_ago = timezone.now() - timedelta(days=1)
+    LoginThrottle.objects.create(key="ip:old", attempts=3, window_started_at=long_ago)
+    LoginThrottle.objects.create(
+        key="ip:locked",
+        attempts=0,
+        window_started_at=long_ago,
+        locked_until=timezone.now() + timedelta(minutes=5),
+    )
+    from hermes_site.tasks import expire
+
+    result = expire.apply().get()
+    assert result == {"login_sessions": 1, "login_throttle": 1}
+    assert LoginSession.objects.filter(pk=live.session_key).exists()
+    assert list(LoginThrottle.objects.values_list("key", flat=True)) == ["ip:locked"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_optimize_runs_on_this_database():
+    from django.db import connection
+
+    done = maintenance.database_optimize()
+    if connection.vendor == "sqlite":
+        assert "PRAGMA optimize" in done
+        assert any(step.startswith("fts5 optimize messages_fts") for step in done)
+    else:
+        assert done == ["VACUUM (ANALYZE)"]
+
+
+@pytest.mark.slow
+def test_the_real_worker_runs_the_housekeeping(celery_worker, owner):
+    stale = timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS + 60)
+    message = orphan(owner, age=stale)
+    result = celery_worker.send("hermes_site.prune")
+    wait_for(
+        lambda: Message.objects.get(pk=message.pk).status == "interrupted",
+        timeout=30,
+        what="the worker to prune",
+    )
+    optimize = celery_worker.send("hermes_site.optimize_database")
+    wait_for(
+        lambda: (
+            f"hermes_site.optimize_database[{optimize.id}] succeeded"
+            in celery_worker.log.read_text()
+        ),
+        timeout=60,
+        what="the worker to optimize the database",
+    )
+    assert f"hermes_site.prune[{result.id}] succeeded" in celery_worker.log.read_text()

@@ -1,0 +1,79 @@
+"""Browser tests: the real ASGI server (daphne) in a subprocess on the test database, the
+scripted model over HTTP, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.support.scripted_llm import ScriptedLLM
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "var" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def llm_for_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    port = free_port()
+    log = (tmp_path / "daphne.log").open("wb")
+    env = subprocess_env(
+        OPENAI_BASE_URL=llm_for_server.base_url, OPENAI_API_KEY="sk-e2e",
+        HERMES_MODEL="scripted", HERMES_REVIEW_ENABLED="false",
+        HERMES_STREAM_SAVE_INTERVAL="0.1",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "hermes_site.asgi:application"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                return True
+        except OSError:
+            assert proc.poll() is None, (tmp_path / "daphne.log").read_text()
+            return False
+
+    try:
+        wait_for(up, timeout=60, interval=0.3, what="daphne")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()

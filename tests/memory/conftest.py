@@ -1,0 +1,48 @@
+"""Helpers for the memory tests: a tool context for a persona, a chat of theirs, and an
+API client logged in as them."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.services import profile_get
+from sessions_app.agent.tools import ToolContext
+from sessions_app.models import Message, Session
+
+
+def chat_of(user, title: str = "Planning the trip") -> Session:  # type: ignore[no-untyped-def]
+    return Session.objects.create(owner=user, title=title)
+
+
+def message_in(session: Session, text: str = "Remember that I like trains") -> Message:
+    return Message.objects.create(session=session, role="user", content=text)
+
+
+def tool_ctx(
+    user, *, session: Session | None = None, message: Message | None = None, origin="tool"
+):  # type: ignore[no-untyped-def]
+    return ToolContext(
+        user=user,
+        session_id=session.pk if session else None,
+        message_id=message.pk if message else None,
+        origin=origin,
+    )
+
+
+def set_profile(user, **fields) -> None:  # type: ignore[no-untyped-def]
+    profile = profile_get(user=user)
+    for name, value in fields.items():
+        setattr(profile, name, value)
+    profile.save()
+
+
+def api_as(user) -> APIClient:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def chat(owner) -> Session:  # type: ignore[no-untyped-def]
+    return chat_of(owner)

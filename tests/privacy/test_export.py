@@ -1,0 +1,241 @@
+"""Download my data: the archive holds everything of its owner and nothing of anyone else,
+its state.db is a Hermes database with working full-text search, and jobs are private,
+report progress and expire."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.models import ExportJob
+from hermes_site.privacy import jobs, registry
+from hermes_site.privacy.export import build_export
+from sessions_app.models import Message
+from tests.conftest import wait_for
+
+from .conftest import login, seed
+
+pytestmark = pytest.mark.django_db
+
+
+def archive_bytes(path_or_bytes) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    source = io.BytesIO(path_or_bytes) if isinstance(path_or_bytes, bytes) else path_or_bytes
+    with zipfile.ZipFile(source) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def test_export_holds_every_marker_of_its_owner_and_none_of_another(
+    owner, outsider, export_dir, settings
+):
+    settings.OPENAI_BASE_URL = "https://llm-user:s3cretpass@llm.example.org/v1"
+    settings.HERMES_MODEL = "gpt-test"
+    mine = seed(owner, "olv")
+    theirs = seed(outsider, "osc")
+    target = export_dir / "a.zip"
+    export_dir.mkdir()
+    build_export(user=owner, target=target)
+    files = archive_bytes(target)
+    blob = b"\n".join(files.values())
+    missing = [k for k, v in mine.markers.items() if v.encode() not in blob]
+    assert missing == []
+    leaked = [k for k, v in theirs.markers.items() if v.encode() in blob]
+    assert leaked == []
+    assert b"s3cretpass" not in blob  # the endpoint is named without its credentials
+    assert {
+        "manifest.json",
+        "export.json",
+        "state.db",
+        "memories/MEMORY.md",
+        "memories/USER.md",
+        "SOUL.md",
+        "skills/devops/deploy-olv/SKILL.md",
+        "skills/devops/deploy-olv/references/notes.md",
+    } <= set(files)
+
+
+def test_export_json_has_every_registered_section_and_the_information_sheet(
+    owner, export_dir, settings
+):
+    settings.OPENAI_BASE_URL = "https://llm.example.org/v1"
+    seed(owner, "olv")
+    export_dir.mkdir()
+    build_export(user=owner, target=export_dir / "a.zip")
+    files = archive_bytes(export_dir / "a.zip")
+    data = json.loads(files["export.json"])
+    manifest = json.loads(files["manifest.json"])
+    sections = {e.section for e in registry.entries() if e.section}
+    assert sections <= set(data)
+    assert data["account"]["username"] == "olivia" and "password" not in data["account"]
+    conversation = next(c for c in data["conversations"] if c["end_reason"] == "compression")
+    assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert conversation["messages"][0]["context_block"].startswith("<memory-context>")
+    assert conversation["messages"][1]["prompt_tokens"] == 60
+    assert any(c["temporary"] for c in data["conversations"])
+    entry = next(e for e in data["memory_entries"] if e["source"] == "tool")
+    assert entry["source_session_id"] == conversation["id"]
+    assert data["skills"][0]["files"][0]["path"] == "references/notes.md"
+    assert data["skills"][0]["revisions"]
+    assert "key_hash" not in data["api_tokens"][0]
+    info = manifest["information"]
+    assert info["recipients"][0]["endpoint"] == "https://llm.example.org/v1"
+    assert {"purposes", "categories", "retention", "rights", "source"} <= set(info)
+    assert manifest["counts"]["conversations"] == 3
+    assert manifest["schema_version"] == 1
+
+
+def test_exported_state_db_is_a_hermes_database_with_working_search(owner, export_dir, tmp_path):
+    mine = seed(owner, "olv")
+    export_dir.mkdir()
+    build_export(user=owner, target=export_dir / "a.zip")
+    db_path = tmp_path / "state.db"
+    db_path.write_bytes(archive_bytes(export_dir / "a.zip")["state.db"])
+    conn = sqlite3.connect(db_path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {
+        "sessions",
+        "messages",
+        "system_prompts",
+        "state_meta",
+        "schema_version",
+        "messages_fts",
+        "messages_fts_trigram",
+        "messages_fts_insert",
+        "messages_fts_delete",
+        "messages_fts_update",
+    } <= names
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (30,)
+    assert conn.execute("SELECT value FROM state_meta WHERE key='fts_storage_version'").fetchone()
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    # Word index: a marker from an assistant answer is found.
+    hits = conn.execute(
+        "SELECT m.session_id, m.role FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE messages_fts MATCH ?",
+        (mine.markers["assistant"],),
+    ).fetchall()
+    assert hits == [(mine.session.pk, "assistant")]
+    # Trigram index: a substring inside a word is found too.
+    part = mine.markers["user"][4:14]
+    assert conn.execute(
+        "SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?",
+        (f'"{part}"',),
+    ).fetchone() == (1,)
+    # Lineage, titles and timestamps as REAL unix seconds.
+    child = conn.execute(
+        "SELECT parent_session_id, title, typeof(started_at) FROM sessions WHERE id = ?",
+        (mine.continuation.pk,),
+    ).fetchone()
+    assert child == (mine.session.pk, mine.continuation.title, "real")
+    assert conn.execute(
+        "SELECT _compressed_summary FROM messages WHERE session_id = ? AND role = 'assistant'",
+        (mine.continuation.pk,),
+    ).fetchone() == (1,)
+    # The FTS stays in sync with writes, as in Hermes.
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, 1)",
+        (mine.session.pk, "brandnewword"),
+    )
+    assert conn.execute(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'brandnewword'"
+    ).fetchone() == (1,)
+    conn.close()
+
+
+def test_small_account_downloads_the_zip_straight_from_the_api(owner, export_dir):
+    seed(owner, "olv")
+    response = login(owner).get("/api/me/export/")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/zip"
+    assert "attachment" in response["Content-Disposition"]
+    files = archive_bytes(b"".join(response.streaming_content))
+    assert "state.db" in files
+    # Built, sent, and nothing left on disk.
+    assert not any(p.is_file() for p in export_dir.iterdir())
+
+
+def test_large_account_gets_a_job_to_poll_and_only_its_owner_can_download(
+    owner, outsider, export_dir, settings
+):
+    settings.HERMES_EXPORT_SYNC_MAX_MESSAGES = 1
+    seed(owner, "olv")
+    client = login(owner)
+    response = client.get("/api/me/export/")
+    assert response.status_code == 202
+    job = response.json()["job"]
+    assert response["Location"] == job["url"]
+    status = client.get(job["url"]).json()  # tasks run inline in unit tests
+    assert status["status"] == "done" and status["progress"] == 100
+    download = client.get(status["download_url"])
+    assert download.status_code == 200 and download["Content-Type"] == "application/zip"
+    stranger = login(outsider)
+    assert stranger.get(job["url"]).status_code == 404
+    assert stranger.get(status["download_url"]).status_code == 404
+    page_url = reverse("account_export_download", args=[job["id"]])
+    assert stranger.get(page_url).status_code == 404
+    assert client.get(page_url).status_code == 200
+
+
+def test_a_second_request_while_building_returns_the_same_job(owner, export_dir, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    from hermes_site.celery import app
+
+    app.conf.task_always_eager = False
+    try:
+        job = ExportJob.objects.create(owner=owner, status="running", started_at=timezone.now())
+        assert jobs.export_job_start(user=owner).pk == job.pk
+    finally:
+        app.conf.task_always_eager = True
+
+
+def test_expired_exports_are_deleted_and_refused(owner, export_dir):
+    seed(owner, "olv")
+    job = jobs.export_job_start(user=owner)
+    job.refresh_from_db()
+    path = export_dir / job.file_name
+    assert job.status == "done" and path.exists()
+    ExportJob.objects.filter(pk=job.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    response = login(owner).get(reverse("api-me-export-download", args=[job.pk]))
+    assert response.status_code == 410
+    assert response.json()["error"]["code"] == "expired"
+    assert jobs.exports_expire() == 1
+    assert not path.exists()
+    assert ExportJob.objects.get(pk=job.pk).status == "expired"
+    assert jobs.exports_expire() == 0  # idempotent
+
+
+def test_account_page_starts_an_export_and_lists_it(owner, export_dir):
+    seed(owner, "olv")
+    client = login(owner)
+    response = client.post(reverse("account_export"), follow=True)
+    body = response.content.decode()
+    assert "Download zip" in body
+    assert reverse("account_export_download", args=[ExportJob.objects.filter(owner=owner, status="done").get().pk]) in body
+
+
+def test_a_real_worker_builds_the_archive_with_progress(owner, export_dir, celery_worker, settings):
+    seed(owner, "olv")
+    # Enough messages that the build reports progress more than once.
+    Message.objects.bulk_create(
+        Message(session=owner.chat_sessions.first(), role="user", content=f"bulk {i}")
+        for i in range(300)
+    )
+    job = ExportJob.objects.create(owner=owner, task_id="t-" + str(owner.pk))
+    celery_worker.send("accounts.export_build", job.pk)
+    done = wait_for(
+        lambda: ExportJob.objects.filter(pk=job.pk, status="done").first(),
+        timeout=60,
+        what="the export job",
+    )
+    assert done.progress == 100 and done.size > 0
+    assert (Path(settings.HERMES_EXPORT_DIR) / done.file_name).exists()
+    # Delivered twice (acks_late redelivery): the second run changes nothing.
+    celery_worker.send("accounts.export_build", job.pk)
+    wait_for(lambda: b"succeeded" in celery_worker.log.read_bytes(), timeout=30, what="log")
+    assert ExportJob.objects.get(pk=job.pk).file_name == done.file_name

@@ -1,0 +1,283 @@
+"""Retrieval, routing and grouping against the real database (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_site.exceptions import ServiceError
+from sessions_app.models import Message, Session
+from sessions_app.search.backends import Filters, choose_route, find_hits
+from sessions_app.search.sanitize import parse_query
+from sessions_app.search.service import check_roles, search_conversations
+
+from .conftest import at, compress, make_chat
+
+pytestmark = pytest.mark.django_db
+
+
+def ids(result):  # type: ignore[no-untyped-def]
+    return [c.session_id for c in result.conversations]
+
+
+def search(owner, query, **kw):  # type: ignore[no-untyped-def]
+    kw.setdefault("limit", 5)
+    return search_conversations(owner=owner, query=query, **kw)
+
+
+# --- routing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "route"),
+    [
+        ("deploy script", "words"),
+        ("部署", "like"),  # 2 CJK characters
+        ("部署脚本", "trigram"),
+        ("部署脚本 问题", "like"),  # one CJK term has only 2 characters
+        ("部署脚本 nginx", "trigram"),
+        ("部署脚本 ok", "like"),  # a 2-character Latin term cannot use trigrams
+        ("데이터베이스", "trigram"),
+    ],
+)
+def test_routing(query, route):
+    assert choose_route(parse_query(query), Filters()) == route
+
+
+def test_cjk_search_in_tool_output_scans():
+    assert choose_route(parse_query("部署脚本"), Filters(roles=("tool",))) == "like"
+
+
+# --- words --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def library(owner):  # type: ignore[no-untyped-def]
+    deploy = make_chat(
+        owner,
+        [
+            ("user", "How do we deploy the staging server?"),
+            ("assistant", "Run the deploy script with --staging, then check nginx."),
+            ("user", "The deploy script failed with a permission error."),
+        ],
+        title="Deploy script",
+    )
+    cooking = make_chat(
+        owner,
+        [("user", "A recipe for risotto please"), ("assistant", "Use arborio rice.")],
+        title="Risotto",
+        start=60,
+    )
+    chinese = make_chat(
+        owner,
+        [
+            ("user", "我们讨论了部署脚本的问题，明天再看"),
+            ("assistant", "好的，数据库迁移也要检查。"),
+        ],
+        title="中文对话",
+        start=120,
+    )
+    return deploy, cooking, chinese
+
+
+def test_latin_words_rank_the_right_conversation_first(owner, library):
+    deploy, cooking, _ = library
+    result = search(owner, "deploy script")
+    assert result.route == "words"
+    assert ids(result) == [deploy.id]
+    assert ids(search(owner, "risotto OR nginx")) == [deploy.id, cooking.id] or set(
+        ids(search(owner, "risotto OR nginx"))
+    ) == {deploy.id, cooking.id}
+
+
+def test_snippets_highlight_the_matched_words(owner, library, caplog):
+    (conv,) = search(owner, "permission").conversations
+    assert not caplog.records  # the database's own highlighter did it, no fallback
+    snippet = conv.hits[0].snippet
+    assert [snippet.text[s:e] for s, e in snippet.highlights] == ["permission"]
+    assert "deploy script failed" in snippet.text
+    assert conv.hits[0].snippet.marked().count(">>>permission<<<") == 1
+
+
+def test_prefix_phrase_and_not(owner, library):
+    deploy, cooking, _ = library
+    assert ids(search(owner, "risot*")) == [cooking.id]
+    assert ids(search(owner, '"permission error"')) == [deploy.id]
+    assert ids(search(owner, '"error permission"')) == []
+    assert ids(search(owner, "deploy NOT nginx")) == [deploy.id]  # another message matches
+    assert ids(search(owner, "arborio NOT rice")) == []
+
+
+def test_latin_query_with_no_word_hits_retries_on_trigrams(owner, library):
+    deploy, *_ = library
+    result = search(owner, "ermissio")  # a substring, not a word
+    assert result.route == "words+trigram"
+    assert ids(result) == [deploy.id]
+
+
+# --- CJK ---------------------------------------------------------------------------------
+
+
+def test_cjk_two_characters_inside_a_sentence(owner, library):
+    *_, chinese = library
+    result = search(owner, "部署")
+    assert result.route == "like"
+    assert ids(result) == [chinese.id]
+    snippet = result.conversations[0].hits[0].snippet
+    assert [snippet.text[s:e] for s, e in snippet.highlights] == ["部署"]
+
+
+def test_cjk_three_or_more_characters_use_trigrams(owner, library):
+    *_, chinese = library
+    result = search(owner, "部署脚本")
+    assert result.route == "trigram"
+    assert ids(result) == [chinese.id]
+    assert ids(search(owner, "数据库迁移")) == [chinese.id]
+    assert ids(search(owner, "部署文档")) == []
+
+
+def test_mixed_script_queries(owner):
+    mixed = make_chat(owner, [("user", "nginx 配置文件 needs a reload after 部署")])
+    make_chat(owner, [("user", "nginx only here")], start=30)
+    assert ids(search(owner, "nginx 配置文件")) == [mixed.id]  # trigram, both terms
+    assert ids(search(owner, "reload 部署")) == [mixed.id]  # LIKE, both terms
+
+
+def test_like_path_escapes_wildcards(owner):
+    percent = make_chat(owner, [("user", "disk at 100% 已满")])
+    make_chat(owner, [("user", "disk at 1000 已满")], start=30)
+    make_chat(owner, [("user", "xzy 已满")], start=60)
+    assert ids(search(owner, "100% 已满")) == [percent.id]
+    assert ids(search(owner, "x_y 已满")) == []  # '_' is not a wildcard
+
+
+# --- scoping and filters -------------------------------------------------------------------
+
+
+def test_another_users_unique_words_never_come_back(owner, outsider):
+    make_chat(outsider, [("user", "zanzibarquux 秘密计划书 secret")], title="Theirs")
+    make_chat(owner, [("user", "something else")])
+    for query in ["zanzibarquux", "zanzibar*", "秘密计划书", "秘密", "anzibarqu", "secret"]:
+        assert search(owner, query).conversations == [], query
+    assert len(search(outsider, "zanzibarquux").conversations) == 1
+
+
+def test_role_filter(owner):
+    chat = make_chat(
+        owner,
+        [
+            ("user", "please check uptime"),
+            (
+                "assistant",
+                "",
+                {
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "terminal", "arguments": '{"cmd": "uptime"}'},
+                        }
+                    ]
+                },
+            ),
+            ("tool", "load average 0.42 flurbish", {"tool_call_id": "c"}),
+        ],
+    )
+    assert ids(search(owner, "flurbish", roles=("tool",))) == [chat.id]
+    assert ids(search(owner, "flurbish", roles=("user", "assistant"))) == []
+    hits = search(owner, "uptime", roles=("assistant",)).conversations[0].hits
+    assert [h.role for h in hits] == ["assistant"]  # found in the tool-call arguments
+
+
+def test_unknown_role_is_refused():
+    assert check_roles("user, Assistant") == ("user", "assistant")
+    with pytest.raises(ServiceError) as exc:
+        check_roles("user,admin")
+    assert exc.value.code == "invalid_role"
+
+
+def test_date_filter(owner):
+    early = make_chat(owner, [("user", "quarterly report")], start=0)
+    late = make_chat(owner, [("user", "quarterly report")], start=60 * 24 * 10)
+    assert ids(search(owner, "quarterly", since=at(60 * 24))) == [late.id]
+    assert ids(search(owner, "quarterly", until=at(60 * 24))) == [early.id]
+
+
+def test_deleted_conversations_are_not_found(owner):
+    make_chat(owner, [("user", "ghostword")], end_reason=Session.EndReason.DELETED, ended=5)
+    assert search(owner, "ghostword").conversations == []
+
+
+def test_system_messages_are_not_searched(owner):
+    make_chat(owner, [("system", "you are hermes sysprompt")])
+    assert search(owner, "sysprompt").conversations == []
+
+
+# --- grouping and lineage --------------------------------------------------------------------
+
+
+def test_hits_are_grouped_by_conversation_with_up_to_three_snippets(owner):
+    busy = make_chat(owner, [("user", f"kubernetes note {i}") for i in range(6)], title="K8s")
+    other = make_chat(owner, [("user", "kubernetes once")], start=100)
+    result = search(owner, "kubernetes")
+    assert set(ids(result)) == {busy.id, other.id}
+    by_id = {c.session_id: c for c in result.conversations}
+    assert len(by_id[busy.id].hits) == 3
+    assert by_id[busy.id].hit_count == 6
+    assert by_id[busy.id].title == "K8s"
+
+
+def test_a_compression_chain_is_one_result_shown_at_its_tip(owner):
+    root = make_chat(owner, [("user", "planning the migration to postgres")], title="Migration")
+    tip = compress(root, owner, [("user", "the migration to postgres is done")])
+    result = search(owner, "migration postgres")
+    (conv,) = result.conversations
+    assert conv.session_id == tip.id
+    assert conv.root_id == root.id
+    assert conv.link == f"/chat/{tip.id}/"
+    assert conv.title == "Migration"
+    assert conv.started_at == root.started_at
+    assert conv.hit_count == 2
+    assert conv.last_message_id == Message.objects.filter(session=tip).latest("id").id
+
+
+def test_the_current_conversations_lineage_is_excluded(owner):
+    root = make_chat(owner, [("user", "alpaca wool supplier")])
+    current = compress(root, owner, [("user", "alpaca wool again")])
+    child = make_chat(owner, [("user", "alpaca delegated")], parent=current, start=500)
+    other = make_chat(owner, [("user", "alpaca farm visit")], start=1000)
+    assert ids(search(owner, "alpaca", exclude_lineage_of=current.id)) == [other.id]
+    assert set(ids(search(owner, "alpaca"))) == {current.id, child.id, other.id}
+
+
+def test_someone_elses_session_id_excludes_nothing(owner, outsider):
+    mine = make_chat(owner, [("user", "llama")])
+    theirs = make_chat(outsider, [("user", "llama")])
+    assert ids(search(owner, "llama", exclude_lineage_of=theirs.id)) == [mine.id]
+
+
+def test_limit_caps_conversations(owner):
+    for i in range(6):
+        make_chat(owner, [("user", f"walrus {i}")], start=i * 10)
+    assert len(search(owner, "walrus", limit=3).conversations) == 3
+
+
+def test_find_hits_scopes_inside_the_sql(owner, outsider):
+    # Many of the outsider's hits must not crowd the owner's out of the row limit.
+    for i in range(30):
+        make_chat(outsider, [("user", "narwhal " * 5)], start=i)
+    mine = make_chat(owner, [("user", "narwhal once")])
+    page = find_hits(owner_id=owner.pk, query=parse_query("narwhal"), limit=5)
+    assert [h.session_id for h in page.hits] == [mine.id]
+
+
+def test_messages_carried_into_a_continuation_are_found_once(owner):
+    root = make_chat(owner, [("user", "the pangolin budget"), ("assistant", "noted")])
+    tip = compress(
+        root,
+        owner,
+        [("user", "the pangolin budget", {"kind": "carried"}), ("user", "pangolin again")],
+    )
+    (conv,) = search(owner, "pangolin").conversations
+    assert conv.session_id == tip.id
+    assert conv.hit_count == 2
+    assert sorted(h.snippet.text for h in conv.hits) == ["pangolin again", "the pangolin budget"]
