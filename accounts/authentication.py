@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from .models import ApiToken
@@ -29,3 +30,13 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
         return "Bearer"
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):
+    """Describes personal API tokens in the OpenAPI schema (bearer tokens)."""
+
+    target_class = "accounts.authentication.ApiTokenAuthentication"
+    name = "apiToken"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {"type": "http", "scheme": "bearer", "description": "A personal API token."}

@@ -86,6 +86,23 @@ def _member_or_404(request: HttpRequest, user_id: int):  # type: ignore[no-untyp
     return row
 
 
+def _quota_form(row: selectors.MemberRow) -> MemberQuotaForm:
+    form = MemberQuotaForm(
+        initial={
+            "daily_message_limit": row.custom_messages,
+            "daily_token_limit": row.custom_tokens,
+        }
+    )
+    # An empty box means the team default: say what that is.
+    for name, default in (
+        ("daily_message_limit", settings.HERMES_DAILY_MESSAGE_LIMIT),
+        ("daily_token_limit", settings.HERMES_DAILY_TOKEN_LIMIT),
+    ):
+        shown = f"{default:,}" if default else "no limit"
+        form.fields[name].widget.attrs["placeholder"] = f"team default ({shown})"
+    return form
+
+
 @login_required
 def member(request: HttpRequest, user_id: int) -> HttpResponse:
     row = _member_or_404(request, user_id)
@@ -97,12 +114,7 @@ def member(request: HttpRequest, user_id: int) -> HttpResponse:
             "is_self": row.user.pk == request.user.pk,
             "locked": row.user.is_superuser and not request.user.is_superuser,
             "role_form": MemberRoleForm(initial={"role": "admin" if row.is_admin else "member"}),
-            "quota_form": MemberQuotaForm(
-                initial={
-                    "daily_message_limit": row.custom_messages,
-                    "daily_token_limit": row.custom_tokens,
-                }
-            ),
+            "quota_form": _quota_form(row),
             "defaults": _defaults(),
             "link": request.session.pop(_LINK_KEY, None),
             "link_days": _link_days(),

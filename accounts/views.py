@@ -73,6 +73,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        # The configured backend: a path missing from AUTHENTICATION_BACKENDS logs out.
+        login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
         return redirect("dashboard")
     return render(request, "registration/signup.html", {"form": form})

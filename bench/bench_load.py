@@ -80,11 +80,29 @@ def _process_groups(stack: Any) -> dict[str, list[int]]:
         real = [p for p in pids if not _cmdline(p).startswith(("make ", "/bin/sh "))]
         groups[name] = real
     groups["load client (this process)"] = [os.getpid()]
+    # Redis is shared with anything else on the machine: its figure is machine-wide.
+    groups["redis (machine-wide)"] = [
+        int(d.name)
+        for d in Path("/proc").iterdir()
+        if d.name.isdigit() and _comm(int(d.name)) == "redis-server"
+    ]
     return groups
 
 
-def _snapshot(groups: dict[str, list[int]]) -> dict[str, float]:
-    return {name: sum(_cpu_seconds(p) for p in pids) for name, pids in groups.items()}
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _snapshot(groups: dict[str, list[int]]) -> dict[str, dict[int, float]]:
+    return {name: {p: _cpu_seconds(p) for p in pids} for name, pids in groups.items()}
+
+
+def _cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    # A process that appeared meanwhile (a new PostgreSQL backend) counts from zero.
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
 def _cookies(n: int) -> list[str]:
@@ -146,6 +164,9 @@ class Person:
             self.errors.append(f"connect: {type(exc).__name__}: {exc}")
             return
         try:
+            # People do not all press Enter at once: the first message comes at a random
+            # moment of one think time, which makes the load steady from the start.
+            await asyncio.sleep(random.uniform(0, THINK))
             while time.monotonic() < stop_at:
                 try:
                     await asyncio.wait_for(self.turn(ws), TURN_TIMEOUT)
@@ -194,7 +215,13 @@ class Person:
                     self.errors.append(f"answer {event.get('status')}")
                 if text != REPLY:
                     self.lost += 1
-                self.turns.append({"total": done - sent, "ttft": (first or done) - sent})
+                self.turns.append(
+                    {
+                        "total": done - sent,
+                        "ttft": (first or done) - sent,
+                        "first": not self.turns,
+                    }
+                )
                 return
 
 
@@ -232,6 +259,11 @@ async def _load(stack: Any, cookies: list[str]) -> tuple[list[Person], float]:
     return people, time.monotonic() - begin
 
 
+def _passed_settings() -> dict[str, str]:
+    """Settings to try under load, e.g. BENCH_LOAD_ENV='{"HERMES_STREAM_COALESCE_MS": "80"}'."""
+    return {k: str(v) for k, v in json.loads(os.environ.get("BENCH_LOAD_ENV") or "{}").items()}
+
+
 def run(vendor: str) -> dict[str, Any]:
     from django.conf import settings
     from django.db import connections
@@ -252,7 +284,7 @@ def run(vendor: str) -> dict[str, Any]:
         nginx_workers="auto",
         # The database bench.harness made and migrated for this run.
         database_url=os.environ["DATABASE_URL"],
-        extra_env={"SECRET_KEY": settings.SECRET_KEY},
+        extra_env={"SECRET_KEY": settings.SECRET_KEY, **_passed_settings()},
     ) as stack:
         model_url = stack.env["OPENAI_BASE_URL"]
         direct = asyncio.run(_direct(model_url, 20))
@@ -260,6 +292,7 @@ def run(vendor: str) -> dict[str, Any]:
         cpu_before = _snapshot(groups)
         wall_started = time.monotonic()
         people, wall = asyncio.run(_load(stack, cookies))
+        groups = _process_groups(stack)  # again: backends and pool children come and go
         cpu_after = _snapshot(groups)
         memory = {
             name: {
@@ -296,7 +329,11 @@ def run(vendor: str) -> dict[str, Any]:
             "seq_gaps_resynced": sum(p.gaps for p in people),
             "channel_layer_over_capacity_logs": over_capacity,
         },
+        "settings_passed": _passed_settings(),
         "turn_ms_through_stack": percentiles([t["total"] * 1000 for t in turns]),
+        # A person's first turn also freezes the system prompt of a new conversation.
+        "ttft_ms_first_turns": percentiles([t["ttft"] * 1000 for t in turns if t["first"]]),
+        "ttft_ms_later_turns": percentiles([t["ttft"] * 1000 for t in turns if not t["first"]]),
         "ttft_ms_through_stack": percentiles([t["ttft"] * 1000 for t in turns]),
         "turn_ms_direct_from_model_median": round(direct_total * 1000, 1),
         "ttft_ms_direct_from_model_median": round(direct_ttft * 1000, 1),
@@ -320,7 +357,8 @@ def run(vendor: str) -> dict[str, Any]:
             else None,
         },
         "cpu_percent_of_one_core": {
-            name: round((cpu_after[name] - cpu_before[name]) / elapsed * 100, 1) for name in groups
+            name: round(_cpu_used(cpu_before.get(name, {}), cpu_after[name]) / elapsed * 100, 1)
+            for name in groups
         },
         "memory": memory,
     }

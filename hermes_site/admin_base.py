@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
@@ -97,12 +97,13 @@ class OwnedModelAdmin(admin.ModelAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
         extra_context = dict(extra_context or {})
-        if self.content_hidden(request):
+        if self.content_hidden(request) and request.method == "GET":
             total = self.model._default_manager.count()
-            extra_context.setdefault(
-                "subtitle",
-                f"Only your own rows are shown: other people's content is hidden "
+            self.message_user(
+                request,
+                f"Only your own rows are listed: other people's content is hidden "
                 f"(HERMES_ADMIN_CONTENT_ACCESS is off). {total:,} rows in all.",
+                level=messages.INFO,
             )
         elif self._reads_others(request):
             others = self.get_queryset(request).filter(self._others_q(request))

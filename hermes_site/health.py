@@ -31,7 +31,10 @@ def check_channel_layer() -> str:
         raise RuntimeError("CHANNEL_LAYERS is not configured")
 
     async def roundtrip() -> None:
-        channel = await layer.new_channel("healthz.")
+        # The default prefix: channels_redis pops all of a process's channels from one
+        # Redis list under one lock, and a waiter on its own prefix ("healthz.") never
+        # got the lock while an open websocket held it: /healthz hung.
+        channel = await layer.new_channel()
         token = uuid.uuid4().hex
         await layer.send(channel, {"type": "healthz", "token": token})
         message = await layer.receive(channel)

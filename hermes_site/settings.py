@@ -131,9 +131,7 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "PRAGMA secure_delete=ON;",
     }
     # A file, not :memory:, so tests see real locking and other processes can share it.
-    _db["TEST"] = {
-        "NAME": str(_db_name.with_name(f"test{_TEST_DB_SUFFIX}_{_db_name.name}"))
-    }
+    _db["TEST"] = {"NAME": str(_db_name.with_name(f"test{_TEST_DB_SUFFIX}_{_db_name.name}"))}
     # Opening a SQLite connection costs its PRAGMAs; keep one per thread.
     _db["CONN_MAX_AGE"] = None
     _db["CONN_HEALTH_CHECKS"] = True
@@ -167,11 +165,16 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+                # how long channels_redis blocks in BZPOPMIN waiting for a message: every
+                # socket quiet for 5 s died with TimeoutError (django/channels_redis#422).
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "prefix": env.str("HERMES_CHANNEL_PREFIX", default="hermes"),
-                # Streams go to a few sockets per user; a larger buffer keeps a slow tab
-                # from losing deltas (group_send drops silently when a channel is full).
-                "capacity": 1000,
+                # group_send drops silently when a channel is full, and for channels_redis
+                # all sockets of one ASGI process share one Redis inbox: the capacity
+                # bounds the messages queued for the whole process, not one tab. 1000
+                # dropped stream deltas with ~100 busy sockets per process.
+                "capacity": env.int("HERMES_CHANNEL_CAPACITY", default=20000),
                 "expiry": 60,
                 "group_expiry": 86400,
             },
@@ -209,6 +212,7 @@ CELERY_BEAT_SCHEDULE = {
     "prune": {"task": "hermes_site.prune", "schedule": 60 * 60},
     "optimize-database": {"task": "hermes_site.optimize_database", "schedule": 24 * 60 * 60},
     "privacy-expire-exports": {"task": "accounts.exports_expire", "schedule": 30 * 60},
+    "expire-temporary-chats": {"task": "sessions_app.expire_temporary_chats", "schedule": 60 * 60},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Memory audit events older than this many days are deleted by `prune` (0: keep forever).
@@ -368,8 +372,28 @@ HERMES_REPLY_MAX_TOKENS = env.int("HERMES_REPLY_MAX_TOKENS", default=4096)
 # External memory provider (at most one beside the built-in memory), by name.
 HERMES_MEMORY_PROVIDER = env.str("HERMES_MEMORY_PROVIDER", default="")
 HERMES_PROVIDER_PREFETCH_TIMEOUT = env.float("HERMES_PROVIDER_PREFETCH_TIMEOUT", default=8.0)
+# More providers by name, {"name": "module:Class"}, beside installed packages' entry points
+# (group "hermes_web.memory_providers") and the built-in "local" (memory/providers/local.py).
+HERMES_MEMORY_PROVIDERS = env.json("HERMES_MEMORY_PROVIDERS", default={})
+if not isinstance(HERMES_MEMORY_PROVIDERS, dict) or not all(
+    isinstance(v, str) and ":" in v for v in HERMES_MEMORY_PROVIDERS.values()
+):
+    raise ImproperlyConfigured(
+        'HERMES_MEMORY_PROVIDERS must be a JSON object like {"name": "package.module:Class"}.'
+    )
 # USD per million tokens, per model: {"gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}
 HERMES_MODEL_PRICES = env.json("HERMES_MODEL_PRICES", default={})
+
+# --- Inferences: the local provider's user model (HERMES_MEMORY_PROVIDER=local) ----------
+# Inference for people who have not chosen on the Inferences page (false: opt-in).
+HERMES_INFERENCE_DEFAULT_ENABLED = env.bool("HERMES_INFERENCE_DEFAULT_ENABLED", default=True)
+# Conversation text sent to the summary model per extraction, in characters.
+HERMES_INFERENCE_TRANSCRIPT_CHARS = env.int("HERMES_INFERENCE_TRANSCRIPT_CHARS", default=12000)
+# Celery time limit of one extraction or recall task (s).
+HERMES_INFERENCE_TASK_LIMIT = env.int("HERMES_INFERENCE_TASK_LIMIT", default=180)
+for _name in ("HERMES_INFERENCE_TRANSCRIPT_CHARS", "HERMES_INFERENCE_TASK_LIMIT"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1 (got {globals()[_name]}).")
 
 # --- Memory ---------------------------------------------------------------------------
 HERMES_MEMORY_CHAR_LIMIT = env.int("HERMES_MEMORY_CHAR_LIMIT", default=2200)

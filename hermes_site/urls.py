@@ -21,6 +21,7 @@ urlpatterns = [
     path("accounts/", include("hermes_site.privacy.urls")),
     path("usage/", usage, name="usage"),
     path("memory/", include("memory.urls")),
+    path("inferences/", include("memory.inferences.urls")),
     path("skills/", include("skills_app.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

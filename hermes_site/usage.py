@@ -8,6 +8,7 @@ a text title and the same numbers as a table below it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -106,9 +107,7 @@ def usage_report(*, user: Any, days: int, everyone: bool = False) -> UsageReport
         per_model.setdefault(row["model"] or "(unknown)", Totals()).add(row)
     per_user: list[tuple[str, Totals]] = []
     if everyone:
-        names = dict(
-            get_user_model().objects.values_list("pk", get_user_model().USERNAME_FIELD)
-        )
+        names = dict(get_user_model().objects.values_list("pk", get_user_model().USERNAME_FIELD))
         everyone_qs = usage_messages(user=None, since=since)
         for row in everyone_qs.values("session__owner").annotate(**_AGGREGATES).order_by():
             totals = Totals()
@@ -135,70 +134,82 @@ def usage_report(*, user: Any, days: int, everyone: bool = False) -> UsageReport
 # --- SVG charts ---------------------------------------------------------------------------
 
 WIDTH, HEIGHT = 640, 200
-LEFT, RIGHT, TOP, BOTTOM = 56, 8, 10, 26
+HALF = 400  # the charts shown side by side
+LEFT, RIGHT, TOP, BOTTOM = 56, 24, 10, 26
+#: Steps of the value axis: 1, 1.5, 2, 2.5 … 8 times a power of ten.
+_STEPS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
+
+
+def _n(value: float) -> str:
+    """A coordinate for an SVG attribute (format_html escapes its arguments to strings)."""
+    return f"{value:.1f}"
 
 
 def _short(n: float) -> str:
     if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1000:.0f}k"
+        return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
     if n >= 1000:
-        return f"{n / 1000:.1f}k"
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
     return f"{n:.0f}" if float(n).is_integer() else f"{n:.2f}"
 
 
-def _nice_max(value: float) -> float:
+def _scale(value: float, intervals: int = 4) -> float:
+    """A round axis maximum at or above `value`, divisible into `intervals` round steps."""
     if value <= 0:
         return 1.0
-    magnitude = 10 ** (len(str(int(value))) - 1)
-    for step in (1, 2, 2.5, 5, 10):
-        if value <= step * magnitude:
-            return step * magnitude
-    return 10 * magnitude
+    raw = value / intervals
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(s * magnitude for s in _STEPS if s * magnitude >= raw * (1 - 1e-9))
+    return step * intervals
 
 
-def _frame(title: str, body: SafeString, y_max: float, unit: str, days: list[date]) -> SafeString:
+def _axis_label(value: float, unit: str) -> str:
+    if unit == "%":
+        return f"{value * 100:.0f}%"
+    if unit == "$":
+        return f"${value:.3f}".rstrip("0").rstrip(".") if value < 1 else f"${value:,.2f}"
+    return _short(value)
+
+
+def _frame(
+    title: str, body: SafeString, y_max: float, unit: str, days: list[date], width: int
+) -> SafeString:
     plot_h = HEIGHT - TOP - BOTTOM
     grid = []
     for i in range(5):
         value = y_max * i / 4
         y = TOP + plot_h - plot_h * i / 4
-        label = f"{value * 100:.0f}%" if unit == "%" else (
-            f"${value:.2f}" if unit == "$" else _short(value)
-        )
         grid.append(
             format_html(
-                '<line class="grid" x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}"/>'
-                '<text class="axis" x="{}" y="{:.1f}" text-anchor="end">{}</text>',
+                '<line class="grid" x1="{}" y1="{}" x2="{}" y2="{}"/>'
+                '<text class="axis" x="{}" y="{}" text-anchor="end">{}</text>',
                 LEFT,
-                y,
-                WIDTH - RIGHT,
-                y,
+                _n(y),
+                width - RIGHT,
+                _n(y),
                 LEFT - 6,
-                y + 4,
-                label,
+                _n(y + 4),
+                _axis_label(value, unit),
             )
         )
     ticks = []
-    step = max(1, len(days) // 8)
-    slot = (WIDTH - LEFT - RIGHT) / max(1, len(days))
+    slot = (width - LEFT - RIGHT) / max(1, len(days))
+    every = max(1, math.ceil(len(days) / max(1, (width - LEFT - RIGHT) // 56)))
     for i, day in enumerate(days):
-        if i % step and i != len(days) - 1:
-            continue
-        x = LEFT + slot * (i + 0.5)
+        if (len(days) - 1 - i) % every:
+            continue  # count from the newest day, so today always has its label
         ticks.append(
             format_html(
-                '<text class="axis" x="{:.1f}" y="{}" text-anchor="middle">{}</text>',
-                x,
+                '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
+                _n(LEFT + slot * (i + 0.5)),
                 HEIGHT - 8,
-                day.strftime("%b %d"),
+                day.strftime("%b %-d"),
             )
         )
     return format_html(
         '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}">'
         "<title>{}</title>{}{}{}</svg>",
-        WIDTH,
+        width,
         HEIGHT,
         title,
         title,
@@ -209,13 +220,17 @@ def _frame(title: str, body: SafeString, y_max: float, unit: str, days: list[dat
 
 
 def stacked_bars(
-    title: str, days: list[date], series: list[tuple[str, list[float]]], unit: str = ""
+    title: str,
+    days: list[date],
+    series: list[tuple[str, list[float]]],
+    unit: str = "",
+    width: int = WIDTH,
 ) -> SafeString:
     """Bars per day, each stacked from the series (css class, values) in order."""
     totals = [sum(values[i] for _, values in series) for i in range(len(days))]
-    y_max = _nice_max(max(totals, default=0))
+    y_max = _scale(max(totals, default=0))
     plot_h = HEIGHT - TOP - BOTTOM
-    slot = (WIDTH - LEFT - RIGHT) / max(1, len(days))
+    slot = (width - LEFT - RIGHT) / max(1, len(days))
     bar = max(1.0, slot * 0.7)
     parts = []
     for i, day in enumerate(days):
@@ -227,24 +242,26 @@ def stacked_bars(
             y -= h
             parts.append(
                 format_html(
-                    '<rect class="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}">'
+                    '<rect class="{}" x="{}" y="{}" width="{}" height="{}">'
                     "<title>{}: {}</title></rect>",
                     css,
-                    LEFT + slot * i + (slot - bar) / 2,
-                    y,
-                    bar,
-                    h,
+                    _n(LEFT + slot * i + (slot - bar) / 2),
+                    _n(y),
+                    _n(bar),
+                    _n(max(h, 0.5)),
                     day.isoformat(),
                     f"${values[i]:.4f}" if unit == "$" else f"{values[i]:,.0f}",
                 )
             )
-    return _frame(title, mark_safe("".join(parts)), y_max, unit, days)  # noqa: S308
+    return _frame(title, mark_safe("".join(parts)), y_max, unit, days, width)  # noqa: S308
 
 
-def rate_line(title: str, days: list[date], rates: list[float | None]) -> SafeString:
+def rate_line(
+    title: str, days: list[date], rates: list[float | None], width: int = WIDTH
+) -> SafeString:
     """A line of percentages per day; days without prompts leave a gap."""
     plot_h = HEIGHT - TOP - BOTTOM
-    slot = (WIDTH - LEFT - RIGHT) / max(1, len(days))
+    slot = (width - LEFT - RIGHT) / max(1, len(days))
     runs: list[list[tuple[float, float]]] = [[]]
     dots = []
     for i, rate in enumerate(rates):
@@ -256,12 +273,11 @@ def rate_line(title: str, days: list[date], rates: list[float | None]) -> SafeSt
         runs[-1].append((x, y))
         dots.append(
             format_html(
-                '<circle class="dot" cx="{:.1f}" cy="{:.1f}" r="3"><title>{}: {:.0f}%</title>'
-                "</circle>",
-                x,
-                y,
+                '<circle class="dot" cx="{}" cy="{}" r="3"><title>{}: {}%</title></circle>',
+                _n(x),
+                _n(y),
                 days[i].isoformat(),
-                rate * 100,
+                f"{rate * 100:.0f}",
             )
         )
     lines = format_html_join(
@@ -269,30 +285,31 @@ def rate_line(title: str, days: list[date], rates: list[float | None]) -> SafeSt
         '<polyline class="line" points="{}"/>',
         ((" ".join(f"{x:.1f},{y:.1f}" for x, y in run),) for run in runs if len(run) > 1),
     )
-    return _frame(title, mark_safe(lines + "".join(dots)), 1.0, "%", days)  # noqa: S308
+    return _frame(title, mark_safe(lines + "".join(dots)), 1.0, "%", days, width)  # noqa: S308
 
 
-def hbars(title: str, rows: list[tuple[str, float, str]]) -> SafeString:
+def hbars(title: str, rows: list[tuple[str, float, str]], width: int = WIDTH) -> SafeString:
     """Horizontal bars: (label, value, shown value) per row."""
     height = 28 * max(1, len(rows)) + 8
     top = max((v for _, v, _ in rows), default=0) or 1
-    label_w, value_w = 190, 90
-    span = WIDTH - label_w - value_w
+    label_w, value_w = min(190, int(width * 0.36)), 64
+    span = width - label_w - value_w
     parts = []
     for i, (label, value, shown) in enumerate(rows):
         y = 6 + 28 * i
+        length = max(1.0, span * value / top)
         parts.append(
             format_html(
                 '<text class="axis label" x="{}" y="{}" text-anchor="end">{}</text>'
-                '<rect class="bar-total" x="{}" y="{}" width="{:.1f}" height="18"/>'
-                '<text class="axis" x="{:.1f}" y="{}">{}</text>',
+                '<rect class="bar-total" x="{}" y="{}" width="{}" height="18"/>'
+                '<text class="axis" x="{}" y="{}">{}</text>',
                 label_w - 8,
                 y + 13,
                 label if len(label) <= 28 else label[:27] + "…",
                 label_w,
                 y,
-                max(1.0, span * value / top),
-                label_w + max(1.0, span * value / top) + 6,
+                _n(length),
+                _n(label_w + length + 6),
                 y + 13,
                 shown,
             )
@@ -300,7 +317,7 @@ def hbars(title: str, rows: list[tuple[str, float, str]]) -> SafeString:
     return format_html(
         '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
         "{}</svg>",
-        WIDTH,
+        width,
         height,
         title,
         title,
@@ -309,6 +326,12 @@ def hbars(title: str, rows: list[tuple[str, float, str]]) -> SafeString:
 
 
 # --- the page -----------------------------------------------------------------------------
+
+
+def _hbars(title: str, rows: list[tuple[str, Totals]], width: int) -> SafeString | str:
+    if not rows:
+        return ""
+    return hbars(title, [(name, float(t.tokens), _short(t.tokens)) for name, t in rows], width)
 
 
 @login_required
@@ -339,28 +362,32 @@ def usage(request: HttpRequest) -> HttpResponse:
                 ("bar-completion", [float(t.completion) for t in per_day]),
             ],
         ),
+        "tokens_chart_narrow": stacked_bars(
+            f"Tokens per day, last {days} days",
+            report.days,
+            [
+                ("bar-cached", [float(t.cached) for t in per_day]),
+                ("bar-prompt", [float(t.prompt - t.cached) for t in per_day]),
+                ("bar-completion", [float(t.completion) for t in per_day]),
+            ],
+            width=HALF,
+        ),
         "cost_chart": stacked_bars(
             f"Estimated cost per day (USD), last {days} days",
             report.days,
             [("bar-cost", [float(t.cost) for t in per_day])],
             unit="$",
+            width=HALF,
         ),
         "cache_chart": rate_line(
             f"Prompt-cache hit rate per day, last {days} days",
             report.days,
             [t.hit_rate for t in per_day],
+            width=HALF,
         ),
-        "model_chart": hbars(
-            "Tokens per model",
-            [(m, float(t.tokens), _short(t.tokens)) for m, t in report.per_model],
-        )
-        if report.per_model
-        else "",
-        "user_chart": hbars(
-            "Tokens per person",
-            [(u, float(t.tokens), _short(t.tokens)) for u, t in report.per_user],
-        )
-        if report.per_user
-        else "",
+        "model_chart": _hbars("Tokens per model", report.per_model, WIDTH),
+        "model_chart_narrow": _hbars("Tokens per model", report.per_model, HALF),
+        "user_chart": _hbars("Tokens per person", report.per_user, WIDTH),
+        "user_chart_narrow": _hbars("Tokens per person", report.per_user, HALF),
     }
     return render(request, "usage/usage.html", context)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from . import apis
+from .inferences import apis as inference_apis
 
 urlpatterns = [
     path("memory/", apis.MemoryListApi.as_view(), name="api-memory-list"),
@@ -16,4 +17,15 @@ urlpatterns = [
         name="api-memory-approve",
     ),
     path("memory/<int:entry_id>/reject/", apis.MemoryRejectApi.as_view(), name="api-memory-reject"),
+    path("inferences/", inference_apis.InferenceListApi.as_view(), name="api-inference-list"),
+    path(
+        "inferences/settings/",
+        inference_apis.InferenceSettingsApi.as_view(),
+        name="api-inference-settings",
+    ),
+    path(
+        "inferences/<int:inference_id>/",
+        inference_apis.InferenceDetailApi.as_view(),
+        name="api-inference-detail",
+    ),
 ]

@@ -10,3 +10,8 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         # Registers the `memory` tool with the agent's tool registry.
         from . import tools  # noqa: F401
+
+        # Inferences (the local memory provider): their admin and privacy registrations.
+        from .inferences.registrations import register_all
+
+        register_all()

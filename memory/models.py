@@ -8,6 +8,7 @@ carries provenance and every change leaves an audit event. All writes go through
 from __future__ import annotations
 
 import hashlib
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -253,3 +254,202 @@ class SessionMemorySnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"memory snapshot of {self.session_id}"
+
+
+# --- Inferences: the local memory provider's model of the user (memory/inferences/) ---------
+
+
+class InferenceCategory(models.TextChoices):
+    PREFERENCE = "preference", "Preference"
+    ABOUT = "about", "About you"
+    PROJECT = "project", "Project"
+    ENVIRONMENT = "environment", "Tools and environment"
+    GOAL = "goal", "Goal"
+    OTHER = "other", "Other"
+
+
+class Inference(models.Model):
+    """Something the agent inferred about its user, with the messages it came from.
+
+    Only *active* inferences are ever recalled or searchable by the agent; quarantined ones
+    (imperative or suspicious text from the extractor) wait for the person's review, and
+    contradicted ones were replaced by a newer inference. Deleting one is a hard delete
+    (plus an InferenceTombstone so the same statement is not derived again).
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        QUARANTINED = "quarantined", "Held for your review"
+        CONTRADICTED = "contradicted", "Contradicted by a newer inference"
+
+    class Origin(models.TextChoices):
+        EXTRACTED = "extracted", "Inferred from a conversation"
+        MEMORY = "memory", "Mirrored from memory"
+        CORRECTED = "corrected", "Corrected by you"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inferences"
+    )
+    statement = models.TextField()
+    # Duplicates are found by this digest of the normalised statement (see
+    # memory.inferences.guard.statement_digest); PostgreSQL cannot btree-index long text.
+    statement_hash = models.CharField(max_length=64, editable=False)
+    category = models.CharField(
+        max_length=16, choices=InferenceCategory.choices, default=InferenceCategory.OTHER
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.EXTRACTED)
+    #: How sure the extractor was (merged duplicates raise it).
+    confidence = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.500"))
+    #: Feedback-driven: +0.05 helpful, −0.10 unhelpful, clamped to 0..1 (exact decimals).
+    trust = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.500"))
+    helpful_count = models.PositiveIntegerField(default=0)
+    unhelpful_count = models.PositiveIntegerField(default=0)
+    use_count = models.PositiveIntegerField(default=0)
+    evidence = models.ManyToManyField("sessions_app.Message", blank=True, related_name="inferences")
+    source_session = models.ForeignKey(
+        "sessions_app.Session",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="inferences",
+    )
+    contradicted_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="contradicts"
+    )
+    quarantine_reason = models.CharField(max_length=300, blank=True, default="")
+    extractor_version = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "status", "-trust"], name="inference_recall_idx"),
+            models.Index(fields=["owner", "-updated_at"], name="inference_owner_recent_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "statement_hash"], name="inference_unique_statement"
+            ),
+            models.CheckConstraint(condition=~Q(statement=""), name="inference_not_empty"),
+            models.CheckConstraint(
+                condition=Q(trust__gte=0) & Q(trust__lte=1), name="inference_trust_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0) & Q(confidence__lte=1),
+                name="inference_confidence_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "quarantined", "contradicted"]),
+                name="inference_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="quarantined") | ~Q(quarantine_reason=""),
+                name="inference_quarantine_has_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        text = self.statement if len(self.statement) <= 60 else self.statement[:59] + "…"
+        return f"{text} ({self.get_status_display().lower()})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class InferenceUse(models.Model):
+    """An inference recalled into a turn: `message` is the user message it was fenced into."""
+
+    inference = models.ForeignKey(Inference, on_delete=models.CASCADE, related_name="uses")
+    message = models.ForeignKey(
+        "sessions_app.Message", on_delete=models.CASCADE, related_name="inference_uses"
+    )
+    score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["message"], name="inference_use_message_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["inference", "message"], name="inference_use_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"inference {self.inference_id} in message {self.message_id}"
+
+
+class InferenceState(models.Model):
+    """Per conversation: how far extraction got (a watermark claimed with a conditional
+    update, so a task delivered twice extracts once) and the recall candidates computed in
+    the background for its next turn."""
+
+    session = models.OneToOneField(
+        "sessions_app.Session", on_delete=models.CASCADE, related_name="inference_state"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_states"
+    )
+    extracted_through = models.BigIntegerField(default=0)
+    extracted_at = models.DateTimeField(null=True, blank=True)
+    recall_ids = models.JSONField(default=list, blank=True)
+    recall_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner"], name="inference_state_owner_idx")]
+
+    def __str__(self) -> str:
+        return f"inference state of {self.session_id}"
+
+
+class InferenceSettings(models.Model):
+    """A person's consent to inference. No row: HERMES_INFERENCE_DEFAULT_ENABLED."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_settings"
+    )
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "inference settings"
+        verbose_name_plural = "inference settings"
+
+    def __str__(self) -> str:
+        return f"inference {'on' if self.enabled else 'off'} for {self.user}"
+
+
+class InferenceTombstone(models.Model):
+    """The digest (not the text) of a statement the person deleted, so extraction does not
+    derive it again."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_tombstones"
+    )
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "digest"], name="inference_tombstone_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"deleted inference {self.digest[:12]}"
+
+
+class ProviderConfig(models.Model):
+    """Deployment settings of a memory provider, edited in the admin with a form built from
+    the provider's `get_config_schema()`."""
+
+    name = models.CharField(max_length=100, unique=True)
+    values = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "memory provider configuration"
+
+    def __str__(self) -> str:
+        return f"configuration of {self.name}"

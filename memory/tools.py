@@ -156,6 +156,19 @@ def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         ctx.turn.failures["memory"] = failures + 1
         return error_result(exc.code, exc.message, **exc.details)
     ctx.turn.failures["memory"] = 0
+    if result.changed and not result.staged:
+        # Committed writes are mirrored to the external memory provider; never fails this.
+        from .providers.manager import mirror_memory_write
+
+        mirror_memory_write(
+            user=ctx.user,
+            session_id=ctx.session_id,
+            origin=ctx.origin,
+            message_id=ctx.message_id,
+            target=result.target,
+            operations=args["operations"] if args.get("operations") is not None else [args],
+            replaced=result.replaced,
+        )
     notice = None
     if result.staged and result.entries:
         notice = ("memory_saved", "Memory change waiting for your approval")

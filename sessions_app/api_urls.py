@@ -7,6 +7,13 @@ from django.urls import path
 from . import apis
 
 urlpatterns = [
+    path("sessions/", apis.SessionListApi.as_view(), name="api-sessions"),
+    path("sessions/<str:session_id>/", apis.SessionDetailApi.as_view(), name="api-session"),
+    path(
+        "sessions/<str:session_id>/messages/",
+        apis.SessionMessagesApi.as_view(),
+        name="api-session-messages",
+    ),
     path("search/", apis.SearchApi.as_view(), name="api-search"),
     path("search/summaries/", apis.SearchSummaryListApi.as_view(), name="api-search-summaries"),
     path(

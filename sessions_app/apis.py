@@ -11,13 +11,15 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hermes_site.exceptions import ServiceError
 
-from .models import SearchSummary
+from . import services as session_services
+from .models import Message, SearchSummary, Session
 from .search.service import (
     ConversationHit,
     SearchResult,
@@ -186,3 +188,91 @@ class SearchSummaryDetailApi(APIView):
         return Response(
             summary_json(access_search_summary(owner=request.user, summary_id=summary_id))
         )
+
+
+# --- conversations ------------------------------------------------------------------------
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Session
+        fields = [
+            "id", "title", "title_source", "source", "model", "started_at", "ended_at",
+            "end_reason", "parent", "message_count", "tool_call_count", "api_call_count",
+            "input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens",
+            "estimated_cost_usd", "last_activity_at", "pinned", "archived", "temporary",
+        ]  # fmt: skip
+        read_only_fields = [f for f in fields if f not in ("title", "pinned", "archived")]
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Message
+        fields = [
+            "id", "session", "role", "kind", "content", "tool_calls", "tool_call_id",
+            "tool_name", "timestamp", "status", "finish_reason", "model", "prompt_tokens",
+            "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class SessionUpdateSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False, max_length=200)
+    pinned = serializers.BooleanField(required=False)
+    archived = serializers.BooleanField(required=False)
+
+
+class SessionListApi(ListAPIView):
+    """Your conversations, each compression chain once (at its newest part)."""
+
+    serializer_class = SessionSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return (
+            Session.objects.filter(owner=self.request.user)
+            .exclude(end_reason=Session.EndReason.COMPRESSION)
+            .order_by("-pinned", "-last_activity_at")
+        )
+
+
+class SessionDetailApi(APIView):
+    @extend_schema(responses=SessionSerializer)
+    def get(self, request: Request, session_id: str) -> Response:
+        session = session_services.access_session(user=request.user, session_id=session_id)
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(request=SessionUpdateSerializer, responses=SessionSerializer)
+    def patch(self, request: Request, session_id: str) -> Response:
+        body = SessionUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        values = body.validated_data
+        if "title" in values:
+            session_services.session_rename(
+                user=request.user, session_id=session_id, title=values["title"]
+            )
+        session = session_services.session_set_flags(
+            user=request.user,
+            session_id=session_id,
+            pinned=values.get("pinned"),
+            archived=values.get("archived"),
+        )
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, session_id: str) -> Response:
+        session_services.session_delete(user=request.user, session_id=session_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionMessagesApi(ListAPIView):
+    """Messages of one of your conversations, oldest first (?after=<id> for newer ones)."""
+
+    serializer_class = MessageSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        session = session_services.access_session(
+            user=self.request.user, session_id=self.kwargs["session_id"]
+        )
+        rows = session.messages.order_by("id")
+        after = self.request.query_params.get("after", "")
+        return rows.filter(id__gt=int(after)) if after.isdigit() else rows

@@ -106,6 +106,15 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
 
     messages = list(session.messages.order_by("id"))
     carried, summary, turns = _turns(messages)
+    # Which of the person's inferences (memory provider "local") went into which turn.
+    from memory.inferences.selectors import inference_uses_for_messages
+
+    recalled = inference_uses_for_messages(
+        user=user, message_ids=[t.user.pk for t in turns if t.user]
+    )
+    for turn in turns:
+        if turn.user:
+            turn.user.recalled_inferences = recalled.get(turn.user.pk, [])  # type: ignore[attr-defined]
     chain = compression_chain(session)
     index = next((i for i, s in enumerate(chain) if s.pk == session.pk), 0)
     continuation = chain[index + 1] if index + 1 < len(chain) else None

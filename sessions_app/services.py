@@ -20,7 +20,7 @@ from django.utils import timezone
 from accounts.services import quota_check
 from hermes_site.exceptions import NotFound, ServiceError
 
-from .lineage import compression_tip
+from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 
 COMPRESS_CLAIM = "compress"  # the turn claim held while a conversation is compressed
@@ -364,24 +364,8 @@ def session_set_flags(
 def session_delete(*, user: AbstractBaseUser, session_id: str) -> None:
     """Delete a conversation with its whole compression lineage (one row in the list)."""
     session = access_session(user=user, session_id=session_id)
-    ids = {session.pk}
-    frontier = [session.pk]
-    while frontier:  # descendants (continuations), then ancestors
-        children = list(
-            Session.objects.filter(owner=user, parent_id__in=frontier).values_list("pk", flat=True)
-        )
-        frontier = [c for c in children if c not in ids]
-        ids.update(frontier)
-    parent_id = session.parent_id
-    while parent_id and parent_id not in ids:
-        ids.add(parent_id)
-        parent_id = (
-            Session.objects.filter(pk=parent_id, owner=user)
-            .values_list("parent_id", flat=True)
-            .first()
-        )
     with transaction.atomic():
-        Session.objects.filter(owner=user, pk__in=ids).delete()
+        Session.objects.filter(owner=user, pk__in=lineage_ids(session)).delete()
 
 
 def temporary_sessions_expire() -> int:

@@ -243,5 +243,3 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
-
-

@@ -15,6 +15,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -136,40 +137,25 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-untyped-def]
-    """A real `celery worker` process on the test database and a real broker.
-
-    Yields the broker URL; send tasks with `send_to_worker(...)`.
-    """
-    log = tmp_path / "worker.log"
+@contextmanager
+def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):  # type: ignore[no-untyped-def]
+    """A real `celery worker` process (solo pool) on the test database and `redis_url` as
+    broker, consuming `queue`; extra environment (e.g. the scripted model's address) in
+    `env`. Yields a WorkerHandle; the process and its group are stopped on exit."""
+    argv = [
+        sys.executable, "-m", "celery", "-A", "hermes_site", "worker",
+        "--loglevel", "INFO", "--concurrency", "1", "--pool", "solo",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "-Q", queue, "-n", f"{queue}@%h",
+    ]  # fmt: skip
+    environment = subprocess_env(
+        REDIS_URL=redis_url, HERMES_CELERY_EAGER="0", HERMES_CHANNEL_PREFIX=RUN_ID, **env
+    )
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "hermes_site",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "1",
-                "--pool",
-                "solo",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-Q",
-                RUN_ID,
-                "-n",
-                f"{RUN_ID}@%h",
-            ],
+            argv,
             cwd=ROOT,
-            env=subprocess_env(
-                REDIS_URL=redis_url, HERMES_CELERY_EAGER="0", HERMES_CHANNEL_PREFIX=RUN_ID
-            ),
+            env=environment,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -181,7 +167,7 @@ def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-unt
             what="the Celery worker to start",
         )
         assert proc.poll() is None, log.read_text()
-        yield WorkerHandle(redis_url=redis_url, queue=RUN_ID, log=log)
+        yield WorkerHandle(redis_url=redis_url, queue=queue, log=log)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -189,6 +175,13 @@ def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-unt
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-untyped-def]
+    """A real worker for one test; send tasks with `celery_worker.send(name, *args)`."""
+    with running_worker(redis_url, tmp_path / "worker.log") as handle:
+        yield handle
 
 
 class WorkerHandle:

@@ -38,10 +38,8 @@ class HermesUserAdmin(UserAdmin):
 
     list_display = (
         "username",
-        "email",
         "is_active",
         "is_staff",
-        "is_superuser",
         "conversation_count",
         "message_count",
         "memory_count",
@@ -84,9 +82,7 @@ class HermesUserAdmin(UserAdmin):
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         # Django lists every related row by its text (messages, memory entries…) on the
         # confirmation page; show how many rows of each kind instead.
-        deleted, model_count, perms_needed, protected = super().get_deleted_objects(
-            objs, request
-        )
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
         return [str(o) for o in objs], model_count, set(), []
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.contenttypes.models import ContentType
 from django.contrib.sessions.models import Session as LoginSession
@@ -90,10 +91,8 @@ def _delete_admin_history(user: AbstractBaseUser) -> int:
             .annotate(pk_text=Cast("pk", CharField()))
             .values("pk_text")
         )
-        deleted += LogEntry.objects.filter(content_type=content_type, object_id__in=ids).delete()[
-            0
-        ]
-    user_type = ContentType.objects.get_for_model(type(user))
+        deleted += LogEntry.objects.filter(content_type=content_type, object_id__in=ids).delete()[0]
+    user_type = ContentType.objects.get_for_model(get_user_model())
     deleted += LogEntry.objects.filter(content_type=user_type, object_id=str(user.pk)).delete()[0]
     return deleted
 
@@ -130,7 +129,9 @@ def account_erase(
     if actor is None or actor.pk == user.pk:
         check_password(user=user, password=password)
     elif not (actor.is_active and actor.is_superuser):
-        raise ServiceError("forbidden", "Only a superuser can delete someone's account.", status=403)
+        raise ServiceError(
+            "forbidden", "Only a superuser can delete someone's account.", status=403
+        )
     user_id = user.pk
     report = ErasureReport()
     with transaction.atomic():
@@ -147,7 +148,7 @@ def account_erase(
         orphans = SystemPrompt.objects.filter(hash__in=prompt_hashes, sessions__isnull=True)
         report.rows["sessions_app.SystemPrompt"] = orphans.delete()[0]
         report.rows["sessions.Session"] = _delete_login_sessions(user)
-        _deleted, per_model = type(user)._default_manager.filter(pk=user_id).delete()
+        _deleted, per_model = get_user_model()._default_manager.filter(pk=user_id).delete()
         for label, count in per_model.items():
             report.rows[label] = report.rows.get(label, 0) + count
     groups = [user_group(user_id)]
@@ -173,7 +174,7 @@ def account_erase(
 
 
 def memory_forget_all(*, user: AbstractBaseUser) -> ErasureReport:
-    """"Forget all memory": every memory entry (pending proposals included), the memory
+    """ "Forget all memory": every memory entry (pending proposals included), the memory
     audit log, the records of which entries each prompt showed, and every other table
     registered with `memory=True` (inferences). Conversations keep their frozen prompts;
     deleting a conversation removes its prompt too."""

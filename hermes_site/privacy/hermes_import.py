@@ -122,7 +122,7 @@ def _col(row: sqlite3.Row, name: str, default: Any = None) -> Any:
     return row[name] if name in row.keys() else default
 
 
-def _unique_title(user: AbstractBaseUser, title: str, taken: set[str]) -> str:
+def _unique_title(title: str, taken: set[str]) -> str:
     title = title[:100]
     if title not in taken:
         return title
@@ -229,7 +229,7 @@ class _SessionImporter:
         config.update(marker)
         title = _text(_col(row, "title")).strip() or None
         if title is not None:
-            title = _unique_title(self.user, title, self.titles)
+            title = _unique_title(title, self.titles)
             self.titles.add(title)
         temporary = False
         if "hermes_web_sessions" in self.sides:
@@ -276,13 +276,13 @@ class _SessionImporter:
             where += " AND m.active = 1"
         if "hermes_web_messages" in self.sides:
             sql = (
-                "SELECT m.*, x.kind AS x_kind, x.status AS x_status, "
+                "SELECT m.*, x.kind AS x_kind, x.status AS x_status, "  # noqa: S608 - constants
                 "x.context_block AS x_context, x.model AS x_model, "
                 "x.prompt_tokens AS x_prompt, x.completion_tokens AS x_completion, "
                 "x.cached_tokens AS x_cached, x.reasoning_tokens AS x_reasoning, "
                 "x.cost_usd AS x_cost FROM messages m "
                 "LEFT JOIN hermes_web_messages x ON x.id = m.id "
-                f"WHERE {where} ORDER BY m.id"  # noqa: S608 - fixed SQL fragments only
+                f"WHERE {where} ORDER BY m.id"
             )
         else:
             sql = f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.id"  # noqa: S608
@@ -546,16 +546,23 @@ def hermes_import(*, user: AbstractBaseUser, home: Path) -> HermesImportReport:
 _WANTED = re.compile(r"^(state\.db(-wal)?|SOUL\.md|memories/(MEMORY|USER)\.md|skills/.+)$")
 
 
+def _safe_name(name: str) -> bool:
+    return not (name.startswith("/") or "\\" in name or "\x00" in name or ".." in name.split("/"))
+
+
 def _home_prefix(names: list[str]) -> str:
-    """The folder inside the zip that is the Hermes home ('' or one top-level folder)."""
+    """The folder inside the zip that is the Hermes home: '' or one top-level folder
+    (people zip `.hermes/` itself as often as its contents)."""
+    candidates: dict[str, int] = {}
     for name in names:
-        for marker in ("state.db", "memories/", "skills/", "SOUL.md"):
-            if name == marker or name.startswith(marker):
-                return ""
-    tops = {n.split("/", 1)[0] for n in names if "/" in n}
-    if len(tops) == 1:
-        return tops.pop() + "/"
-    return ""
+        if not _safe_name(name):
+            continue
+        if _WANTED.match(name):
+            return ""
+        top, _, rest = name.partition("/")
+        if rest and _WANTED.match(rest):
+            candidates[top + "/"] = candidates.get(top + "/", 0) + 1
+    return max(candidates, key=lambda k: candidates[k]) if candidates else ""
 
 
 def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImportReport:
@@ -593,9 +600,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
                 rel = name[len(prefix) :]
                 if (
                     not _WANTED.match(rel)
-                    or "\\" in rel
-                    or "\x00" in rel
-                    or ".." in rel.split("/")
+                    or not _safe_name(rel)
                     or stat.S_ISLNK(info.external_attr >> 16)
                 ):
                     continue

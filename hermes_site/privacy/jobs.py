@@ -14,7 +14,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -54,9 +54,9 @@ def _file_of(job: ExportJob) -> Path | None:
     return export_dir() / job.file_name
 
 
-def export_filename(user: AbstractBaseUser, when: object | None = None) -> str:
+def export_filename(user: AbstractBaseUser, when: datetime | None = None) -> str:
     """The name the browser saves the archive under."""
-    stamp = timezone.localtime(when or timezone.now()).strftime("%Y%m%d-%H%M")  # type: ignore[arg-type]
+    stamp = timezone.localtime(when or timezone.now()).strftime("%Y%m%d-%H%M")
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user.get_username())
     return f"hermes-export-{safe}-{stamp}.zip"
 
@@ -178,9 +178,7 @@ def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
     if job.status == ExportJob.Status.EXPIRED or (
         job.expires_at is not None and job.expires_at <= timezone.now()
     ):
-        raise ServiceError(
-            "expired", "This download has expired; start a new export.", status=410
-        )
+        raise ServiceError("expired", "This download has expired; start a new export.", status=410)
     if job.status != ExportJob.Status.DONE:
         raise ServiceError(
             "not_ready", "The archive is not ready yet.", status=409, progress=job.progress
@@ -223,7 +221,7 @@ def export_files_delete(*, jobs: list[ExportJob]) -> int:
     return deleted
 
 
-def exports_expire(*, now: object | None = None) -> int:
+def exports_expire(*, now: datetime | None = None) -> int:
     """Delete archives past their expiry (and leftovers of builds that died); returns how
     many files were removed. Idempotent."""
     now = now or timezone.now()
@@ -235,9 +233,9 @@ def exports_expire(*, now: object | None = None) -> int:
     # Files no finished job points to, older than any build can take: a crashed build.
     directory = export_dir()
     keep = set(
-        ExportJob.objects.filter(status="done").exclude(file_name="").values_list(
-            "file_name", flat=True
-        )
+        ExportJob.objects.filter(status="done")
+        .exclude(file_name="")
+        .values_list("file_name", flat=True)
     )
     cutoff = time.time() - settings.HERMES_EXPORT_TASK_LIMIT - 3600
     for path in directory.iterdir():
@@ -254,4 +252,3 @@ def exports_expire(*, now: object | None = None) -> int:
         except FileNotFoundError:
             continue
     return removed
-

@@ -1,6 +1,7 @@
-"""The registry entries of the apps that exist today (see registry.py for how a new table
-registers itself). Loaded on first use of the registry; an app's own registration of the
-same model, made earlier in its ready(), wins."""
+"""The registry entries of the apps that existed when the registry was written (see
+registry.py for how a new table registers itself; the memory providers' inference tables
+register themselves in memory/inferences/privacy.py). Loaded on first use of the registry;
+an app's own registration of the same model, made in its ready(), wins."""
 
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ def register_builtin() -> None:
         owner_path="user",
         section="api_tokens",
         category="API tokens (names and first characters only)",
-        content=False,
         serialize=api_token_dict,
     )
     add(

@@ -33,13 +33,19 @@ def json_value(value: Any) -> Any:
 
 
 def row_dict(obj: Model, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every concrete field of the row (foreign keys as `<name>_id`), nothing else: no
-    related rows are loaded, so serialising a queryset costs no extra queries."""
+    """Every concrete field of the row (foreign keys as `<name>_id`) and the ids of its
+    many-to-many relations (`<name>_ids`: an inference's evidence messages, the entries a
+    memory snapshot showed)."""
     data: dict[str, Any] = {}
     for field in obj._meta.concrete_fields:
         if field.name in exclude:
             continue
         data[field.attname] = json_value(getattr(obj, field.attname))
+    for field in obj._meta.many_to_many:
+        if field.name not in exclude:
+            data[f"{field.name}_ids"] = sorted(
+                json_value(pk) for pk in getattr(obj, field.name).values_list("pk", flat=True)
+            )
     return data
 
 
@@ -47,4 +53,3 @@ def api_token_dict(obj: Model) -> dict[str, Any]:
     # Only the name and the first characters of a token, never its hash (as Discourse's
     # user archive truncates auth tokens).
     return row_dict(obj, exclude=("key_hash",))
-

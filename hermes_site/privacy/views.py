@@ -50,8 +50,7 @@ def export_start(request: HttpRequest) -> HttpResponse:
     else:
         messages.success(
             request,
-            "Building your archive. This page shows its progress; download it when it is "
-            "ready.",
+            "Building your archive. This page shows its progress; download it when it is ready.",
         )
     return _back("data")
 
@@ -67,7 +66,10 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
         messages.error(request, exc.message)
         return _back("data")
     response = FileResponse(
-        download.handle, as_attachment=True, filename=download.filename, content_type="application/zip"
+        download.handle,
+        as_attachment=True,
+        filename=download.filename,
+        content_type="application/zip",
     )
     response["Cache-Control"] = "no-store"
     return response
@@ -88,10 +90,14 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
     lines = report.lines()
     shown, rest = lines[:MAX_REPORT_LINES], len(lines) - MAX_REPORT_LINES
     level = messages.SUCCESS if report.ok else messages.WARNING
-    messages.add_message(request, level, "Import finished." if report.ok else "Import finished with problems.")
+    messages.add_message(
+        request, level, "Import finished." if report.ok else "Import finished with problems."
+    )
     for line in shown:
         messages.add_message(
-            request, messages.ERROR if line.startswith(("Error", "Blocked")) else messages.INFO, line
+            request,
+            messages.ERROR if line.startswith(("Error", "Blocked")) else messages.INFO,
+            line,
         )
     if rest > 0:
         messages.info(request, f"… and {rest} more line(s); `manage.py import_hermes` prints all.")

@@ -54,7 +54,9 @@ class MemoryProvider(abc.ABC):
 
     def shutdown(self) -> None: ...
 
-    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None: ...
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """Before the turn's recall (time-boxed). kwargs: message_id (the user message,
+        which identifies the turn), session_id."""
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None: ...
 

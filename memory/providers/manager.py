@@ -7,12 +7,14 @@ import asyncio
 import logging
 import re
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 
 from ..fence import build_memory_context_block
 from .base import MemoryProvider
@@ -20,6 +22,8 @@ from .base import MemoryProvider
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "hermes_web.memory_providers"
+#: Providers that ship with Hermes Web; enable one with HERMES_MEMORY_PROVIDER=<name>.
+BUILTIN_PROVIDERS = {"local": "memory.providers.local:LocalProvider"}
 #: Tool names of the agent's own tools; a provider may not take them over.
 CORE_TOOL_NAMES = frozenset(
     {"memory", "session_search", "skills_list", "skill_view", "skill_manage"}
@@ -35,6 +39,30 @@ _TRIVIAL = re.compile(
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memory-provider")
 _stuck: dict[tuple[str, Any], Future[str]] = {}
 _stuck_lock = threading.Lock()
+# Background hooks (sync_turn, queue_prefetch) of one provider for one user run in the order
+# they were queued, like Hermes' single daemon worker, without a hung call holding a thread
+# for anyone else: the next hook is submitted when the previous one finishes.
+_tails: dict[tuple[str, Any], Future[Any]] = {}
+_tails_lock = threading.Lock()
+
+
+def _release_db() -> None:
+    """Close this thread's database connections unless a transaction is open.
+
+    Provider calls run on pool threads (and asgiref's executor) that Django never cleans
+    up after; a connection left open there would linger for the life of the process.
+    Never on an event loop's thread (cheap calls like is_available run there, and Django
+    refuses connection work in async context).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close()
 
 
 def is_trivial(text: str) -> bool:
@@ -58,19 +86,49 @@ class BuiltinProvider(MemoryProvider):
         return []
 
 
+def _load(path: str) -> type[MemoryProvider]:
+    module, _, attr = path.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def provider_paths() -> dict[str, str]:
+    """Provider names that need no package: the built-in ones plus
+    `HERMES_MEMORY_PROVIDERS` ({name: "module:Class"}), which may override them."""
+    return {**BUILTIN_PROVIDERS, **(getattr(settings, "HERMES_MEMORY_PROVIDERS", None) or {})}
+
+
 def provider_classes() -> dict[str, type[MemoryProvider]]:
-    """External providers by name: installed packages' entry points plus
-    `HERMES_MEMORY_PROVIDERS` ({name: "module:Class"}) from settings."""
+    """External providers by name: installed packages' entry points, the built-in ones and
+    `HERMES_MEMORY_PROVIDERS` from settings. One that fails to load is logged and left out."""
     found: dict[str, type[MemoryProvider]] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             found[ep.name] = ep.load()
         except Exception:
             logger.exception("memory provider entry point %s failed to load", ep.name)
-    for name, path in getattr(settings, "HERMES_MEMORY_PROVIDERS", {}).items():
-        module, _, attr = path.partition(":")
-        found[name] = getattr(import_module(module), attr)
+    for name, path in provider_paths().items():
+        try:
+            found[name] = _load(path)
+        except Exception:
+            logger.exception("memory provider %s (%s) failed to load", name, path)
     return found
+
+
+def provider_class(name: str) -> type[MemoryProvider] | None:
+    """One provider class by name (no entry-point scan when settings or the built-ins
+    name it)."""
+    path = provider_paths().get(name)
+    if path is not None:
+        try:
+            return _load(path)
+        except Exception:
+            logger.exception("memory provider %s (%s) failed to load", name, path)
+            return None
+    return provider_classes().get(name)
+
+
+def active_provider_name() -> str:
+    return getattr(settings, "HERMES_MEMORY_PROVIDER", "") or ""
 
 
 class MemoryManager:
@@ -83,13 +141,18 @@ class MemoryManager:
     def for_user(cls, user: Any) -> MemoryManager:
         """The manager with the deployment's configured external provider, if any."""
         manager = cls(user_key=getattr(user, "pk", None))
-        name = getattr(settings, "HERMES_MEMORY_PROVIDER", "")
+        name = active_provider_name()
         if name:
-            provider_cls = provider_classes().get(name)
+            provider_cls = provider_class(name)
             if provider_cls is None:
                 logger.warning("memory provider %r is configured but not installed", name)
-            else:
-                manager.add_provider(provider_cls())
+                return manager
+            try:
+                provider = provider_cls()
+            except Exception:
+                logger.exception("memory provider %r could not be created", name)
+                return manager
+            manager.add_provider(provider)
         return manager
 
     @property
@@ -135,6 +198,9 @@ class MemoryManager:
         except Exception:
             logger.exception("memory provider %r failed in %s", provider.name, method)
             return default
+        finally:
+            if provider.name != "builtin":
+                _release_db()
 
     def _each(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
         return [self._call(p, method, *args, **kwargs) for p in self.providers]
@@ -166,6 +232,8 @@ class MemoryManager:
         except Exception as exc:
             logger.exception("memory provider %r tool %s failed", provider.name, name)
             return f'{{"success": false, "error": "{type(exc).__name__} in {name}"}}'
+        finally:
+            _release_db()
 
     async def prefetch_context(self, query: str, *, session_id: str) -> tuple[str, list[str]]:
         """The fenced recall for the coming call and the names of providers that gave any.
@@ -174,46 +242,58 @@ class MemoryManager:
         """
         if is_trivial(query):
             return "", []
-        timeout = float(getattr(settings, "HERMES_PROVIDER_PREFETCH_TIMEOUT", 8.0))
         parts: list[str] = []
         sources: list[str] = []
         for provider in self.providers:
-            text = await self._timeboxed(provider, query, session_id, timeout)
-            if text.strip():
+            text = await self._timeboxed(provider, "prefetch", query, session_id=session_id)
+            if isinstance(text, str) and text.strip():
                 parts.append(text.strip())
                 sources.append(provider.name)
         return build_memory_context_block("\n\n".join(parts)), sources
 
     async def _timeboxed(
-        self, provider: MemoryProvider, query: str, session_id: str, timeout: float
-    ) -> str:
+        self, provider: MemoryProvider, method: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        """Run one provider call on the pool, waiting at most the prefetch time box. A
+        provider whose call is still stuck from an earlier turn is skipped."""
+        if provider.name == "builtin":
+            return self._call(provider, method, *args, default=None, **kwargs)
+        timeout = float(getattr(settings, "HERMES_PROVIDER_PREFETCH_TIMEOUT", 8.0))
         key = (provider.name, self._user_key)
         with _stuck_lock:
             stuck = _stuck.get(key)
             if stuck is not None and not stuck.done():
-                return ""
+                return None
             _stuck.pop(key, None)
-        future = _pool.submit(
-            self._call, provider, "prefetch", query, session_id=session_id, default=""
-        )
+        future = _pool.submit(self._call, provider, method, *args, default=None, **kwargs)
         try:
-            result = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
             logger.warning(
-                "memory provider %r prefetch timed out after %ss", provider.name, timeout
+                "memory provider %r %s timed out after %ss", provider.name, method, timeout
             )
             with _stuck_lock:
                 _stuck[key] = future
-            return ""
-        return result if isinstance(result, str) else ""
+            return None
 
     def in_background(self, method: str, *args: Any, **kwargs: Any) -> None:
-        """Run a hook on every provider off the request path (sync_turn, queue_prefetch)."""
+        """Run a hook on every provider off the request path (sync_turn, queue_prefetch),
+        in order per provider and user."""
         for provider in self.providers:
-            _pool.submit(self._call, provider, method, *args, **kwargs)
+            if provider.name == "builtin":
+                continue  # the built-in memory learns through its tool, not these hooks
+            _submit_in_order(
+                (provider.name, self._user_key), self._call, provider, method, *args, **kwargs
+            )
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         self._each("on_turn_start", turn_number, message, **kwargs)
+
+    async def turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """`on_turn_start` for the chat turn: time-boxed like prefetch, so a provider that
+        hangs here cannot hold the answer back either."""
+        for provider in self.providers:
+            await self._timeboxed(provider, "on_turn_start", turn_number, message, **kwargs)
 
     def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
         self._each("on_session_switch", new_session_id, **kwargs)
@@ -234,3 +314,88 @@ class MemoryManager:
     def shutdown_all(self) -> None:
         for provider in reversed(self.providers):
             self._call(provider, "shutdown")
+
+
+def _submit_in_order(key: tuple[str, Any], fn: Any, *args: Any, **kwargs: Any) -> Future[Any]:
+    done: Future[Any] = Future()
+
+    def start(_previous: Any = None) -> None:
+        inner = _pool.submit(fn, *args, **kwargs)
+        inner.add_done_callback(lambda _f: finish())
+
+    def finish() -> None:
+        with _tails_lock:
+            if _tails.get(key) is done:
+                del _tails[key]
+        done.set_result(None)
+
+    with _tails_lock:
+        previous = _tails.get(key)
+        _tails[key] = done
+    if previous is None:
+        start()
+    else:
+        previous.add_done_callback(start)
+    return done
+
+
+def drain_background(timeout: float = 5.0) -> bool:
+    """Wait until queued background hooks have run (shutdown, tests); False on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with _tails_lock:
+            pending = list(_tails.values())
+        if not pending:
+            return True
+        for future in pending:
+            try:
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return False
+    with _tails_lock:
+        return not _tails
+
+
+def mirror_memory_write(
+    *,
+    user: Any,
+    session_id: str | None,
+    origin: str,
+    message_id: int | None,
+    target: str,
+    operations: list[dict[str, Any]],
+    replaced: dict[int, str] | None = None,
+) -> None:
+    """Tell the user's external provider about a committed built-in memory write (Hermes
+    mirrors add/replace/remove via `on_memory_write`). Never raises: the write stands."""
+    if not active_provider_name():
+        return
+    try:
+        manager = MemoryManager.for_user(user)
+        if manager.external is None:
+            return
+        manager.initialize_all(
+            session_id or "",
+            user=user,
+            user_id=user.pk,
+            platform="web",
+            agent_context="primary" if origin == "tool" else origin,
+        )
+        for index, op in enumerate(operations, start=1):
+            if not isinstance(op, dict):
+                continue
+            manager.on_memory_write(
+                str(op.get("action") or ""),
+                target,
+                op.get("content") if isinstance(op.get("content"), str) else "",
+                {
+                    "write_origin": origin,
+                    "session_id": session_id or "",
+                    "message_id": message_id,
+                    "platform": "web",
+                    "old_text": op.get("old_text") if isinstance(op.get("old_text"), str) else "",
+                    "previous_content": (replaced or {}).get(index, ""),
+                },
+            )
+    except Exception:
+        logger.exception("mirroring a memory write to the memory provider failed")

@@ -137,8 +137,11 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
     session = start.session
     events = TurnEvents(session.pk)
     state = StreamState(start.assistant_message.id)
+    joined, ending = asyncio.Event(), asyncio.Event()
     control = asyncio.get_running_loop().create_task(
-        _listen(session.pk, asyncio.current_task(), events, lambda: state)
+        _listen(
+            session.pk, asyncio.current_task(), events, lambda: state, start.token, joined, ending
+        )
     )
     manager = MemoryManager.for_user(user)
     completed = False
@@ -170,6 +173,15 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         )
         prompt = await _frozen_prompt(session, manager)
         if start.user_message is not None and uses_memory(session, profile):
+            # Time-boxed like prefetch; providers learn which message this turn answers.
+            await manager.turn_start(
+                await database_sync_to_async(
+                    Message.objects.filter(session_id=session.pk, role=Message.Role.USER).count
+                )(),
+                user_text,
+                message_id=start.user_message.id,
+                session_id=session.pk,
+            )
             fence, _sources = await manager.prefetch_context(user_text, session_id=session.pk)
             if fence:
                 await database_sync_to_async(services.user_message_set_context)(
@@ -237,10 +249,13 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
             }
         )
     finally:
-        control.cancel()
+        # Release first, before any other await: the next turn's claim (a tab that sends
+        # as soon as it sees assistant.done) queues behind it on the database thread.
+        ending.set()
         await database_sync_to_async(services.turn_release)(
             session_id=session.pk, token=start.token
         )
+        await _stop_listening(session.pk, start.token, control, joined)
     if completed:
         await _after_turn(
             session.pk,
@@ -375,7 +390,9 @@ async def _dispatch(
             call.name, args if isinstance(args, dict) else {}
         )
         return ToolResult(ok=True, payload={"result": text}, summary=f"{call.name} answered")
-    return await database_sync_to_async(registry.dispatch)(
+    # Off the shared sync thread: a tool may wait (session_search waits for summaries) and
+    # must not hold up every other turn's database work in this process meanwhile.
+    return await database_sync_to_async(registry.dispatch, thread_sensitive=False)(
         ctx, call.name, call.arguments, allowed=allowed
     )
 
@@ -429,20 +446,49 @@ async def _close_unfinished(
         logger.exception("could not save the unfinished answer %s", state.message_id)
 
 
+async def _stop_listening(
+    session_id: str, token: str, control: asyncio.Task[None], joined: asyncio.Event
+) -> None:
+    """End the turn's control listener with a message instead of cancel() once it is
+    waiting in receive(): channels_redis lets one waiter per process pop for all of the
+    process's channels, and cancelling it mid-pop drops a message meant for another tab."""
+    if joined.is_set() and not control.done():
+        with contextlib.suppress(Exception):
+            await get_channel_layer().group_send(
+                control_group(session_id), {"type": "turn.end", "token": token}
+            )
+            await asyncio.wait_for(asyncio.shield(control), timeout=2)
+    control.cancel()
+
+
 async def _listen(
     session_id: str,
     turn: asyncio.Task[Any] | None,
     events: TurnEvents,
     current: Callable[[], StreamState],
+    token: str = "",
+    joined: asyncio.Event | None = None,
+    ending: asyncio.Event | None = None,
 ) -> None:
     layer = get_channel_layer()
-    channel = await layer.new_channel("turn.")
+    # The default prefix, like the consumers' channels: channels_redis reads every
+    # process-local channel through one lock, and a waiter on another prefix ("turn.")
+    # holds it on a different Redis list, so this process's tabs got no deltas until the
+    # turn ended.
+    channel = await layer.new_channel()
     group = control_group(session_id)
     await layer.group_add(group, channel)
+    if joined is not None:
+        joined.set()
     try:
         while True:
             message = await layer.receive(channel)
-            if message.get("type") == "turn.stop" and turn is not None:
+            if message.get("type") == "turn.end":
+                if message.get("token") == token:
+                    return  # this turn is over (a later turn's listener ignores it)
+            elif ending is not None and ending.is_set():
+                continue  # stop and sync requests now belong to the next turn
+            elif message.get("type") == "turn.stop" and turn is not None:
                 turn.cancel()
             elif message.get("type") == "turn.sync" and message.get("reply_to"):
                 state = current()

@@ -7,34 +7,72 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0003_turn_claim_and_message_usage'),
+        ("sessions_app", "0003_turn_claim_and_message_usage"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SearchSummary',
+            name="SearchSummary",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('query', models.CharField(max_length=2048)),
-                ('query_hash', models.CharField(max_length=64)),
-                ('last_message_id', models.BigIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Waiting'), ('running', 'Summarising'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=16)),
-                ('summary', models.TextField(blank=True, default='')),
-                ('error', models.CharField(blank=True, default='', max_length=300)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='search_summaries', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='search_summaries', to='sessions_app.session')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("query", models.CharField(max_length=2048)),
+                ("query_hash", models.CharField(max_length=64)),
+                ("last_message_id", models.BigIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Waiting"),
+                            ("running", "Summarising"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("summary", models.TextField(blank=True, default="")),
+                ("error", models.CharField(blank=True, default="", max_length=300)),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="search_summaries",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="search_summaries",
+                        to="sessions_app.session",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'search summaries',
-                'indexes': [models.Index(fields=['owner', '-created_at'], name='search_summary_owner_idx')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'query_hash', 'last_message_id'), name='search_summary_unique_request'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'running', 'done', 'failed'])), name='search_summary_status_valid')],
+                "verbose_name_plural": "search summaries",
+                "indexes": [
+                    models.Index(fields=["owner", "-created_at"], name="search_summary_owner_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "query_hash", "last_message_id"),
+                        name="search_summary_unique_request",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["pending", "running", "done", "failed"])
+                        ),
+                        name="search_summary_status_valid",
+                    ),
+                ],
             },
         ),
     ]

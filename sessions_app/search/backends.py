@@ -10,6 +10,10 @@ Routing (reference §5, the same on both vendors):
 - A Latin query with no hits is retried on the trigram index (every term ≥3 characters),
   which finds substrings the tokenizer split differently ("websocket" in "websockets").
 
+Ranking cost grows with the number of matches, so very common queries rank only their
+newest matches (SQLite: the owner's newest RANK_WINDOW matches, exactly; PostgreSQL: a
+recent slice sized from the planner's estimate). Specific queries are ranked in full.
+
 Every statement filters by owner inside the SQL, binds every value, and excludes deleted
 sessions. Nothing raw from the user reaches the SQL text: queries are sanitised and
 rebuilt by `sanitize.parse_query` first.
@@ -17,6 +21,7 @@ rebuilt by `sanitize.parse_query` first.
 
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -33,6 +38,14 @@ MESSAGE = "sessions_app_message"
 SESSION = "sessions_app_session"
 SNIPPET_TOKENS = 24
 SEARCHABLE_ROLES = ("user", "assistant", "tool")
+#: Matches ranked per query on SQLite (the owner's newest); fewer matches are all ranked.
+RANK_WINDOW = 5000
+#: PostgreSQL: beyond this many estimated matches, rank a recent slice of about
+#: PG_RANK_WINDOW matches (see _pg_words).
+PG_BROAD_MATCHES = 20_000
+PG_RANK_WINDOW = 1000
+#: Substring scans (LIKE; PostgreSQL's trigram path) stop after this many rows.
+UNRANKED_ROWS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +107,21 @@ def _run(sql: str, params: list[object]) -> list[tuple]:
     """
     # A savepoint only on PostgreSQL: on SQLite (IMMEDIATE mode) atomic() would take the
     # write lock for a plain read.
-    guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
+    postgres = connection.vendor == "postgresql"
+    # Search statements are LIMIT queries that stop early; PostgreSQL's parallel workers
+    # cost more to start than they save and split a backward index scan badly. Only in a
+    # transaction of our own, so the setting cannot leak into a caller's.
+    serial = postgres and not connection.in_atomic_block
+    guard = transaction.atomic() if postgres else nullcontext()
     try:
         with guard, connection.cursor() as cursor:
+            if serial:
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             cursor.execute(sql, params)
             return cursor.fetchall()
     except DatabaseError as exc:
-        logger.warning("search query refused by the database: %s: %s", type(exc).__name__, exc)
+        # The type only: the message could quote the user's search text.
+        logger.warning("search query refused by the database: %s", type(exc).__name__)
         return []
 
 
@@ -178,6 +199,10 @@ def _pg_tsquery(query: ParsedQuery) -> tuple[str, list[object]]:
 
 
 def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    """BM25-ranked matches. Ranking costs a few microseconds per matching row, so a very
+    common query (say 50,000 matches) ranks only the owner's newest RANK_WINDOW matches:
+    the inner statement finds the rowid where that window starts, walking the index
+    newest-first without ranking, and the outer one ranks from there on."""
     where, params = _filter_sql(owner_id, filters)
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, -f.rank
@@ -185,8 +210,14 @@ def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit
         JOIN {MESSAGE} m ON m.id = f.rowid
         JOIN {SESSION} s ON s.id = m.session_id
         WHERE {table} MATCH %s {where}
+          AND f.rowid >= coalesce((
+            SELECT w.rowid FROM {table} w
+            JOIN {MESSAGE} m ON m.id = w.rowid
+            JOIN {SESSION} s ON s.id = m.session_id
+            WHERE {table} MATCH %s {where}
+            ORDER BY w.rowid DESC LIMIT 1 OFFSET %s), 0)
         ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of two constants
-    return _rows_to_hits(_run(sql, [match, *params, limit]))
+    return _rows_to_hits(_run(sql, [match, *params, match, *params, RANK_WINDOW - 1, limit]))
 
 
 def _sqlite_snippets(table: str, match: str, hits: list[Hit]) -> None:
@@ -221,6 +252,11 @@ _PG_HEADLINE_OPTIONS = (
 
 
 def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    """ts_rank-ranked matches. Every match costs a heap visit (for the owner's session and
+    the tsvector to rank), so for a very common query — the planner's estimate is above
+    PG_BROAD_MATCHES — only a slice of the newest messages expected to hold about
+    PG_RANK_WINDOW matches is ranked; if that slice has too few of the owner's hits, the
+    whole index is ranked after all."""
     expr, qparams = _pg_tsquery(query)
     if not expr:
         return []
@@ -230,9 +266,39 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
         FROM {MESSAGE} m
         JOIN {SESSION} s ON s.id = m.session_id
         CROSS JOIN (SELECT {expr} AS query) q
-        WHERE m.search_vector @@ q.query {where}
+        WHERE m.search_vector @@ q.query {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - expr holds placeholders only
-    return _rows_to_hits(_run(sql, [*qparams, *params, limit]))
+    lowest = _pg_window_start(expr, qparams)
+    if lowest is not None:
+        rows = _run(sql.format(window="AND m.id >= %s"), [*qparams, *params, lowest, limit])
+        if len(rows) >= limit:
+            return _rows_to_hits(rows)
+    return _rows_to_hits(_run(sql.format(window=""), [*qparams, *params, limit]))
+
+
+def _pg_window_start(expr: str, qparams: list[object]) -> int | None:
+    """The lowest message id of the recent slice to rank, or None to rank everything."""
+    plan = _run(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE m.search_vector @@ {expr}",  # noqa: S608
+        qparams,
+    )
+    if not plan:
+        return None
+    document = plan[0][0]
+    if isinstance(document, str):
+        document = json.loads(document)
+    estimate = float(document[0]["Plan"]["Plan Rows"])
+    if estimate <= PG_BROAD_MATCHES:
+        return None
+    facts = _run(
+        f"SELECT max(id), (SELECT reltuples FROM pg_class WHERE oid = '{MESSAGE}'::regclass)"  # noqa: S608
+        f" FROM {MESSAGE}",
+        [],
+    )
+    if not facts or facts[0][0] is None or not facts[0][1] or facts[0][1] <= 0:
+        return None
+    newest, total = facts[0]
+    return int(newest - total * PG_RANK_WINDOW / estimate)
 
 
 def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
@@ -258,6 +324,8 @@ def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
 def _like(
     query: ParsedQuery, owner_id: int, filters: Filters, limit: int, *, content_only: bool
 ) -> list[Hit]:
+    # Unranked, newest first: each extra row means scanning further back in time.
+    limit = min(limit, UNRANKED_ROWS)
     postgres = connection.vendor == "postgresql"
     if content_only:
         columns: tuple[str, ...] = ("m.content",)
@@ -265,9 +333,11 @@ def _like(
         columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls::text, '')")
     else:
         columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls, '')")
-    # ILIKE is what pg_trgm's index serves; SQLite's LIKE already ignores ASCII case.
+    # SQLite's LIKE already ignores ASCII case. On PostgreSQL ILIKE is needed for cased
+    # scripts (and pg_trgm serves both); text without case (CJK) takes the cheaper LIKE.
+    caseless = all(t.text.lower() == t.text.upper() for g in query.groups for t in g)
     condition, cparams = _like_condition(
-        query, columns=columns, operator="ILIKE" if postgres else "LIKE"
+        query, columns=columns, operator="ILIKE" if postgres and not caseless else "LIKE"
     )
     where, params = _filter_sql(owner_id, filters)
     # The literal role test lets PostgreSQL use the partial trigram index.

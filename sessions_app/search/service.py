@@ -38,7 +38,8 @@ from .summarise import (
 )
 
 SNIPPETS_PER_CONVERSATION = 3
-MAX_ROWS = 300
+#: Matching messages retrieved per search before grouping them into conversations.
+DEFAULT_ROWS = 200
 PREVIEW_CHARS = 200
 
 
@@ -100,6 +101,27 @@ def _excluded(owner: AbstractBaseUser, session_id: str | None) -> frozenset[str]
     return frozenset(lineage_ids(current)) if current is not None else frozenset()
 
 
+def group_hits(hits: list[Hit], *, roots: dict[str, str], limit: int) -> dict[str, list[Hit]]:
+    """Hits grouped by conversation (compression chain root), best conversations first.
+
+    A conversation scores the sum of its three best hits, so one that keeps coming back to
+    the topic beats a single lucky message; with unranked hits (substring scans) the number
+    of hits counts. Ties keep the order in which conversations first appeared.
+    """
+    grouped: dict[str, list[Hit]] = {}
+    for hit in hits:
+        grouped.setdefault(roots.get(hit.session_id, hit.session_id), []).append(hit)
+    ranked = any(h.score for h in hits)
+
+    def strength(item: tuple[int, tuple[str, list[Hit]]]) -> tuple[float, int]:
+        position, (_, members) = item
+        value = sum(h.score for h in members[:3]) if ranked else float(len(members))
+        return (-value, position)
+
+    order = sorted(enumerate(grouped.items()), key=strength)
+    return dict(entry for _, entry in order[: max(1, limit)])
+
+
 def search_conversations(
     *,
     owner: AbstractBaseUser,
@@ -128,26 +150,16 @@ def search_conversations(
         until=until,
         exclude_session_ids=_excluded(owner, exclude_lineage_of),
     )
-    page = find_hits(
-        owner_id=owner.pk,
-        query=parsed,
-        filters=filters,
-        limit=rows or min(MAX_ROWS, max(50, limit * 20)),
+    page = find_hits(owner_id=owner.pk, query=parsed, filters=filters, limit=rows or DEFAULT_ROWS)
+    groups = group_hits(
+        page.hits,
+        roots=compression_roots({h.session_id for h in page.hits}, owner_id=owner.pk),
+        limit=limit,
     )
-    roots = compression_roots({h.session_id for h in page.hits}, owner_id=owner.pk)
-    groups: dict[str, list[Hit]] = {}
-    counts: dict[str, int] = {}
-    for hit in page.hits:
-        root = roots.get(hit.session_id, hit.session_id)
-        if root not in groups:
-            if len(groups) >= limit:
-                continue
-            groups[root] = []
-        counts[root] = counts.get(root, 0) + 1
-        if len(groups[root]) < SNIPPETS_PER_CONVERSATION:
-            groups[root].append(hit)
     if not groups:
         return SearchResult(query=parsed.fts, route=page.route)
+    counts = {root: len(hits) for root, hits in groups.items()}
+    groups = {root: hits[:SNIPPETS_PER_CONVERSATION] for root, hits in groups.items()}
 
     add_snippets(page, parsed, [h for hits in groups.values() for h in hits])
     chains = compression_chains(groups, owner_id=owner.pk)
@@ -166,7 +178,9 @@ def search_conversations(
     )
     results = []
     for root, hits in groups.items():
-        chain = chains.get(root, [root])
+        chain = [sid for sid in chains.get(root, [root]) if sid in sessions]
+        if root not in sessions or not chain:
+            continue  # deleted while we were looking
         tip = sessions[chain[-1]]
         results.append(
             ConversationHit(

@@ -330,6 +330,9 @@ def _run_inline(todo: list[int], deadline: float) -> None:
     from hermes_site.celery import app
 
     if not app.conf.task_always_eager:
+        # A worker could not see the rows yet: queue them for the cache after commit.
+        for summary_id in todo:
+            transaction.on_commit(lambda summary_id=summary_id: _dispatch(summary_id))
         return
     for summary_id in todo:
         if time.monotonic() >= deadline:

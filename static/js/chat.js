@@ -21,6 +21,7 @@
   let sessionId = root.dataset.session || null;
   let busy = root.dataset.streaming === "1";
   let lastSeq = 0;
+  let snapshotOf = null;  // message id of the last session.snapshot
   let turnAfter = lastMessageId();
   let socket = null;
   let retry = 0;
@@ -176,6 +177,7 @@
     "session.snapshot": function (ev) {
       setBusy(true);
       lastSeq = ev.seq || 0;
+      snapshotOf = ev.message_id;
       const bubble = streamingBubble(ev.message_id);
       bubble.body.textContent = ev.text || "";
       statusLine.textContent = "Hermes is answering…";
@@ -240,6 +242,12 @@
   function dispatch(ev) {
     if (ev.session && sessionId && ev.session !== sessionId && !ev.new_session) return;
     if (typeof ev.seq === "number") {
+      const isDelta = ev.type === "assistant.delta";
+      // Every turn numbers its events from 1 (a tab that follows the chat sees many
+      // turns); a delta already contained in a snapshot does not start a new one.
+      if (ev.seq === 1 && !(isDelta && ev.message_id === snapshotOf)) lastSeq = 0;
+      // Text that arrives after the snapshot which already contains it.
+      if (isDelta && ev.seq <= lastSeq) return;
       if (lastSeq && ev.seq > lastSeq + 1) {
         // Missed events (a full channel drops silently): ask for a snapshot.
         send({ type: "chat.subscribe", session: sessionId });

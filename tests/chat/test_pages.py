@@ -122,3 +122,20 @@ def test_failed_and_interrupted_answers_say_what_happened(owner):
     body = logged_in(owner).get(f"/chat/{session.pk}/").content.decode()
     assert "rate-limited" in body and "Your message is saved" in body
     assert "Answer stopped." in body
+
+
+def test_deleting_a_conversation_deletes_every_compressed_part(owner, outsider):
+    from django.utils import timezone
+
+    now = timezone.now()
+    first = Session.objects.create(
+        owner=owner, title="Long", started_at=now, ended_at=now, end_reason="compression"
+    )
+    second = Session.objects.create(owner=owner, title="Long #2", parent=first)
+    Message.objects.create(session=first, role="user", content="part one")
+    other = Session.objects.create(owner=outsider, title="Long")
+    response = logged_in(owner).post(f"/chat/{second.pk}/delete/")
+    assert response.status_code == 302
+    assert not Session.objects.filter(pk__in=[first.pk, second.pk]).exists()
+    assert not Message.objects.filter(content="part one").exists()
+    assert Session.objects.filter(pk=other.pk).exists()

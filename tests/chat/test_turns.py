@@ -9,7 +9,6 @@ import pytest
 
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
-from tests.support.scripted_llm import Fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,6 +17,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -238,8 +239,8 @@ def nginx_conf(tmp: Path, site: str, *, workers: str = "1") -> Path:
     temp = tmp / "nginx-temp"
     temp.mkdir(exist_ok=True)
     conf = tmp / "nginx.conf"
-    # Run as root (CI containers), nginx would hand its workers to `nobody`, who cannot
-    # enter the private temp dir; keep them as the invoking user instead.
+    # Started as root (CI containers), nginx would hand its workers to `nobody`, who
+    # cannot enter the private temp dir; keep them as the invoking user instead.
     user = "user root;\n" if os.geteuid() == 0 else ""
     conf.write_text(
         f"""daemon off;
@@ -258,6 +259,10 @@ http {{
 """
     )
     return conf
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(f"terminated by signal {signum}")
 
 
 @contextmanager
@@ -311,6 +316,10 @@ def running_stack(
         }
     )
     stack = Stack(tmp, nginx_port, asgi_ports, env, database, cert)
+    # A SIGTERM (a CI timeout, `kill`) must still run the cleanup below.
+    previous_handler = None
+    if threading.current_thread() is threading.main_thread():
+        previous_handler = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if own_database:
         _psql(f'CREATE DATABASE "{database}"')
     try:
@@ -377,6 +386,8 @@ def running_stack(
         _wait(lambda: _reachable("127.0.0.1", nginx_port), timeout=15, what="nginx", procs=watched)
         yield stack
     finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
         leftovers = stack.stop()
         stack.leftovers = leftovers  # type: ignore[attr-defined]
         if own_database:

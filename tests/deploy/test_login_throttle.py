@@ -131,3 +131,14 @@ def test_the_table_keeps_neither_addresses_nor_typed_usernames(owner):
     keys = list(LoginThrottle.objects.values_list("key", flat=True))
     assert len(keys) == 2
     assert not any(ATTACKER in k or "olivia" in k for k in keys)
+
+
+def test_signing_up_still_logs_the_new_member_in(settings):
+    # The throttled backend replaced ModelBackend; a login naming the old one would not last.
+    settings.HERMES_ALLOW_SIGNUP = True
+    client = Client()
+    password = "a long enough password 9"
+    client.post(
+        reverse("signup"), {"username": "newbie", "password1": password, "password2": password}
+    )
+    assert client.get(reverse("dashboard")).status_code == 200

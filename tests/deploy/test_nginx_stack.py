@@ -7,7 +7,7 @@ tab on process B follows the stream, run a background task on the worker that re
 both tabs, and check that a foreign Origin, a wrong Host and brute-forced logins are
 refused. Everything started is stopped, and checked gone.
 
-Run by .ci/run (`HERMES_STACK_TEST=1`); `make test` skips it, as it takes ~40 s.
+Run by .ci/run (`HERMES_STACK_TEST=1`); `make test` skips it, as it takes ~45 s.
 """
 
 from __future__ import annotations
@@ -180,6 +180,18 @@ def test_through_nginx_a_turn_on_one_process_streams_to_a_tab_on_the_other(stack
         await tab_a.send(json.dumps({"type": "chat.send", "session": session, "text": "Again"}))
         on_a = await receive_until(tab_a, "assistant.done")
         on_b = await receive_until(tab_b, "assistant.done")
+
+        # With sockets open, each process still answers its health check (a channel
+        # layer waiter on its own prefix used to hang behind the sockets' one).
+        for port in stack.asgi_ports:
+            health = await asyncio.to_thread(
+                httpx.get, f"http://127.0.0.1:{port}/healthz", timeout=10
+            )
+            assert health.json()["components"]["channel_layer"]["ok"], health.text
+
+        # Quiet for longer than the layer's 5 s blocking pop: the sockets must survive it
+        # (with redis-py 8's default 5 s socket timeout they were torn down).
+        await asyncio.sleep(7)
 
         # A background task on the worker reaches the tabs on both processes.
         from celery import Celery

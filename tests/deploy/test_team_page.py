@@ -70,7 +70,7 @@ def test_admin_sees_everyone_with_usage_and_quota(team_admin, owner, outsider, s
     body = logged_in(team_admin).get(reverse("team")).content.decode()
     assert "olivia" in body and "oscar" in body and "ada" in body
     assert "7 / 50" in body  # olivia: messages today against the team default
-    assert "1234" in body
+    assert "1,234" in body  # tokens today, with thousands separated
     assert "(no limit)" in body  # oscar's personal 0
 
 

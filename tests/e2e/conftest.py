@@ -18,8 +18,13 @@ from tests.support.scripted_llm import ScriptedLLM
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "var" / "screenshots"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -36,14 +41,27 @@ def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]
     port = free_port()
     log = (tmp_path / "daphne.log").open("wb")
     env = subprocess_env(
-        OPENAI_BASE_URL=llm_for_server.base_url, OPENAI_API_KEY="sk-e2e",
-        HERMES_MODEL="scripted", HERMES_REVIEW_ENABLED="false",
+        OPENAI_BASE_URL=llm_for_server.base_url,
+        OPENAI_API_KEY="sk-e2e",
+        HERMES_MODEL="scripted",
+        HERMES_REVIEW_ENABLED="false",
         HERMES_STREAM_SAVE_INTERVAL="0.1",
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "hermes_site.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "hermes_site.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
 

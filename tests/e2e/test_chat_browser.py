@@ -10,10 +10,10 @@ from tests.e2e.conftest import SCREENSHOTS
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_server,
-                                                 browser):
+def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_server, browser):
     llm_for_server.add_rule(
-        "What is Hermes", reply="**Hermes Web** keeps a memory of you.\n\n```sh\nmake run\n```",
+        "What is Hermes",
+        reply="**Hermes Web** keeps a memory of you.\n\n```sh\nmake run\n```",
         times=1,
     )
     long_reply = " ".join(f"word{i}" for i in range(400))
@@ -45,8 +45,11 @@ def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_
     page.keyboard.press("Enter")
     page.wait_for_selector(".msg-streaming .streaming", timeout=20000)
     # (Polled from here: the page's CSP forbids the eval behind wait_for_function.)
-    wait_for(lambda: len(page.inner_text(".msg-streaming .streaming")) > 40, timeout=20,
-             what="the answer to stream")
+    wait_for(
+        lambda: len(page.inner_text(".msg-streaming .streaming")) > 40,
+        timeout=20,
+        what="the answer to stream",
+    )
     page.click("#stop")
     page.wait_for_selector(".msg-note >> text=Answer stopped.", timeout=20000)
     page.wait_for_selector("#stop", state="hidden", timeout=5000)

@@ -79,12 +79,16 @@ def seed(user, tag: str) -> Seeded:  # type: ignore[no-untyped-def]
             "skill",
             "skillfile",
             "review",
+            "inference",
         )
     }
     s = Seeded(user=user, markers=m)
     Profile.objects.update_or_create(
         user=user,
-        defaults={"custom_instructions": m["instructions"], "identity": f"You are {m['identity']}."},
+        defaults={
+            "custom_instructions": m["instructions"],
+            "identity": f"You are {m['identity']}.",
+        },
     )
     s.token = ApiToken.objects.create(
         user=user, name=m["token"], prefix="hw_abcde", key_hash=ApiToken.hash_key(m["token"])
@@ -175,7 +179,11 @@ def seed(user, tag: str) -> Seeded:  # type: ignore[no-untyped-def]
     )
     s.continuation = child
     Message.objects.create(
-        session=child, role="user", kind="carried", content=f"carried {m['carried']}", timestamp=ended
+        session=child,
+        role="user",
+        kind="carried",
+        content=f"carried {m['carried']}",
+        timestamp=ended,
     )
     Message.objects.create(
         session=child,
@@ -233,7 +241,39 @@ def seed(user, tag: str) -> Seeded:  # type: ignore[no-untyped-def]
         session=session, last_message_id=s.user_message.pk, kind="skill", outcome=m["review"]
     )
     s.job = ExportJob.objects.create(owner=user, stage="Ready", status="failed", error="x")
+    seed_inferences(s)
     return s
+
+
+def seed_inferences(s: Seeded) -> None:
+    """Rows in the memory providers' inference tables, while they exist (issue 8)."""
+    from django.apps import apps
+
+    try:
+        inference_model = apps.get_model("memory", "Inference")
+    except LookupError:
+        return
+    inference = inference_model.objects.create(
+        owner=s.user,
+        statement=f"Likes {s.markers['inference']}",
+        statement_hash=secrets.token_hex(32),
+        source_session=s.session,
+    )
+    inference.evidence.add(s.user_message)
+    apps.get_model("memory", "InferenceUse").objects.create(
+        inference=inference, message=s.user_message
+    )
+    apps.get_model("memory", "InferenceState").objects.create(session=s.session, owner=s.user)
+    apps.get_model("memory", "InferenceSettings").objects.create(user=s.user)
+    apps.get_model("memory", "InferenceTombstone").objects.create(
+        owner=s.user, digest=secrets.token_hex(32)
+    )
+
+
+@pytest.fixture(autouse=True)
+def _exports_in_tmp(settings, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    # No test writes into the real var/exports (tests that check var/ use var_export_dir).
+    settings.HERMES_EXPORT_DIR = tmp_path_factory.mktemp("exports")
 
 
 @pytest.fixture

@@ -18,10 +18,8 @@ from django.utils import timezone
 from accounts.models import ExportJob
 from hermes_site.privacy import jobs, registry
 from hermes_site.privacy.export import build_export
-from sessions_app.models import Message
 from tests.conftest import wait_for
-
-from .conftest import login, seed
+from tests.privacy.conftest import login, seed
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +73,12 @@ def test_export_json_has_every_registered_section_and_the_information_sheet(
     assert sections <= set(data)
     assert data["account"]["username"] == "olivia" and "password" not in data["account"]
     conversation = next(c for c in data["conversations"] if c["end_reason"] == "compression")
-    assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in conversation["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert conversation["messages"][0]["context_block"].startswith("<memory-context>")
     assert conversation["messages"][1]["prompt_tokens"] == 60
     assert any(c["temporary"] for c in data["conversations"])
@@ -84,6 +87,12 @@ def test_export_json_has_every_registered_section_and_the_information_sheet(
     assert data["skills"][0]["files"][0]["path"] == "references/notes.md"
     assert data["skills"][0]["revisions"]
     assert "key_hash" not in data["api_tokens"][0]
+    if "inferences" in data:  # with the messages each inference came from
+        assert data["inferences"][0]["evidence_ids"] == [
+            m["id"] for m in conversation["messages"] if m["role"] == "user"
+        ]
+    snapshot = data["memory_snapshots"][0]
+    assert snapshot["session_id"] == conversation["id"] and snapshot["entries_ids"]
     info = manifest["information"]
     assert info["recipients"][0]["endpoint"] == "https://llm.example.org/v1"
     assert {"purposes", "categories", "retention", "rights", "source"} <= set(info)
@@ -161,12 +170,13 @@ def test_small_account_downloads_the_zip_straight_from_the_api(owner, export_dir
 
 
 def test_large_account_gets_a_job_to_poll_and_only_its_owner_can_download(
-    owner, outsider, export_dir, settings
+    owner, outsider, export_dir, settings, django_capture_on_commit_callbacks
 ):
     settings.HERMES_EXPORT_SYNC_MAX_MESSAGES = 1
     seed(owner, "olv")
     client = login(owner)
-    response = client.get("/api/me/export/")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.get("/api/me/export/")
     assert response.status_code == 202
     job = response.json()["job"]
     assert response["Location"] == job["url"]
@@ -194,9 +204,12 @@ def test_a_second_request_while_building_returns_the_same_job(owner, export_dir,
         app.conf.task_always_eager = True
 
 
-def test_expired_exports_are_deleted_and_refused(owner, export_dir):
+def test_expired_exports_are_deleted_and_refused(
+    owner, export_dir, django_capture_on_commit_callbacks
+):
     seed(owner, "olv")
-    job = jobs.export_job_start(user=owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = jobs.export_job_start(user=owner)
     job.refresh_from_db()
     path = export_dir / job.file_name
     assert job.status == "done" and path.exists()
@@ -210,22 +223,31 @@ def test_expired_exports_are_deleted_and_refused(owner, export_dir):
     assert jobs.exports_expire() == 0  # idempotent
 
 
-def test_account_page_starts_an_export_and_lists_it(owner, export_dir):
+def test_account_page_starts_an_export_and_lists_it(
+    owner, export_dir, django_capture_on_commit_callbacks
+):
     seed(owner, "olv")
     client = login(owner)
-    response = client.post(reverse("account_export"), follow=True)
-    body = response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("account_export"))
+    body = client.get(reverse("account")).content.decode()
+    job = ExportJob.objects.get(owner=owner, status="done")
     assert "Download zip" in body
-    assert reverse("account_export_download", args=[ExportJob.objects.filter(owner=owner, status="done").get().pk]) in body
+    assert reverse("account_export_download", args=[job.pk]) in body
 
 
-def test_a_real_worker_builds_the_archive_with_progress(owner, export_dir, celery_worker, settings):
+@pytest.fixture
+def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:  # type: ignore[no-untyped-def]
+    """The worker process reads its settings from the environment."""
+    path = tmp_path / "worker-exports"
+    monkeypatch.setenv("HERMES_EXPORT_DIR", str(path))
+    settings.HERMES_EXPORT_DIR = path
+    return path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_builds_the_archive_with_progress(owner, worker_export_dir, celery_worker):
     seed(owner, "olv")
-    # Enough messages that the build reports progress more than once.
-    Message.objects.bulk_create(
-        Message(session=owner.chat_sessions.first(), role="user", content=f"bulk {i}")
-        for i in range(300)
-    )
     job = ExportJob.objects.create(owner=owner, task_id="t-" + str(owner.pk))
     celery_worker.send("accounts.export_build", job.pk)
     done = wait_for(
@@ -233,9 +255,12 @@ def test_a_real_worker_builds_the_archive_with_progress(owner, export_dir, celer
         timeout=60,
         what="the export job",
     )
-    assert done.progress == 100 and done.size > 0
-    assert (Path(settings.HERMES_EXPORT_DIR) / done.file_name).exists()
-    # Delivered twice (acks_late redelivery): the second run changes nothing.
+    assert done.progress == 100 and done.size > 0 and done.stage == "Ready"
+    assert (worker_export_dir / done.file_name).exists()
+    # Delivered again (acks_late redelivery): the second run builds nothing new.
     celery_worker.send("accounts.export_build", job.pk)
-    wait_for(lambda: b"succeeded" in celery_worker.log.read_bytes(), timeout=30, what="log")
+    wait_for(
+        lambda: celery_worker.log.read_bytes().count(b"succeeded") >= 2, timeout=30, what="log"
+    )
     assert ExportJob.objects.get(pk=job.pk).file_name == done.file_name
+    assert [p.name for p in worker_export_dir.iterdir() if p.is_file()] == [done.file_name]

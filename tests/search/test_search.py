@@ -281,3 +281,78 @@ def test_messages_carried_into_a_continuation_are_found_once(owner):
     assert conv.session_id == tip.id
     assert conv.hit_count == 2
     assert sorted(h.snippet.text for h in conv.hits) == ["pangolin again", "the pangolin budget"]
+
+
+def _hit(mid, sid, score):  # type: ignore[no-untyped-def]
+    from sessions_app.search.hits import Hit
+
+    return Hit(message_id=mid, session_id=sid, role="user", timestamp=at(0), score=score)
+
+
+def test_conversations_that_keep_returning_to_the_topic_rank_higher():
+    from sessions_app.search.service import group_hits
+
+    hits = [
+        _hit(1, "lucky", 5.0),
+        _hit(2, "steady", 3.0),
+        _hit(3, "steady", 2.5),
+        _hit(4, "steady", 2.0),
+        _hit(5, "other", 1.0),
+        _hit(6, "steady", 9.0),
+    ]
+    groups = group_hits(hits, roots={}, limit=2)
+    assert list(groups) == ["steady", "lucky"]
+    assert [h.message_id for h in groups["steady"]] == [2, 3, 4, 6]
+
+
+def test_unranked_hits_group_by_count_then_first_appearance():
+    from sessions_app.search.service import group_hits
+
+    hits = [_hit(1, "a", 0), _hit(2, "b", 0), _hit(3, "b", 0), _hit(4, "c", 0)]
+    assert list(group_hits(hits, roots={"c": "a"}, limit=5)) == ["a", "b"]
+
+
+def test_sqlite_ranks_only_the_owners_newest_matches_of_a_very_common_query(
+    owner, outsider, monkeypatch
+):
+    from django.db import connection
+
+    from sessions_app.search import backends
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the rank window is how SQLite keeps common queries fast")
+    monkeypatch.setattr(backends, "RANK_WINDOW", 2)
+    oldest = make_chat(owner, [("user", "heron heron heron heron")], start=0)
+    middle = make_chat(owner, [("user", "heron once, among many other words here")], start=10)
+    newest = make_chat(owner, [("user", "a heron again")], start=20)
+    for i in range(5):  # newer matches of someone else never take the owner's window
+        make_chat(outsider, [("user", "heron")], start=30 + i)
+    assert set(ids(search(owner, "heron"))) == {middle.id, newest.id}
+    monkeypatch.setattr(backends, "RANK_WINDOW", 5000)
+    assert ids(search(owner, "heron"))[0] == oldest.id  # the best match, once it is ranked
+
+
+def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypatch):
+    from django.db import connection
+
+    from sessions_app.search import backends
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the recent slice is how PostgreSQL keeps common queries fast")
+    # The older messages rank higher; only the window makes the newer ones come back.
+    chat = make_chat(
+        owner,
+        [("user", "heron heron heron heron")] * 20
+        + [("user", f"a heron among many other words, number {i}") for i in range(10)],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_message")
+    monkeypatch.setattr(backends, "PG_BROAD_MATCHES", 1)
+    monkeypatch.setattr(backends, "PG_RANK_WINDOW", 10)
+    newest = Message.objects.filter(session=chat).order_by("-id").values_list("id", flat=True)
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=5)
+    assert len(page.hits) == 5
+    assert {h.message_id for h in page.hits} <= set(newest[:12])  # the slice is estimated
+    # Too few of the owner's hits in the slice: the whole index is ranked after all.
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=50)
+    assert len(page.hits) == 30

@@ -3,10 +3,6 @@ real Celery worker that talks to that model."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +10,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import Message, Session
-from tests.conftest import ROOT, RUN_ID, WorkerHandle, subprocess_env, wait_for
+from tests.conftest import RUN_ID, WorkerHandle, running_worker
 from tests.support.scripted_llm import ScriptedLLM
 
 
@@ -91,64 +87,19 @@ def scripted(llm_server: ScriptedLLM, settings: Any) -> ScriptedLLM:
 
 @pytest.fixture(scope="module")
 def review_worker(
-    llm_server: ScriptedLLM, redis_url: str, django_db_setup, django_db_blocker, tmp_path_factory
+    llm_server: ScriptedLLM, redis_url: str, django_db_setup, tmp_path_factory
 ) -> Iterator[WorkerHandle]:  # type: ignore[no-untyped-def]
     """A real `celery worker` process on the test database and a real broker, whose model
     is the module's scripted server. Module-scoped: one start for all review tests."""
     log = tmp_path_factory.mktemp("review-worker") / "worker.log"
-    with django_db_blocker.unblock():
-        env = subprocess_env(
-            REDIS_URL=redis_url,
-            HERMES_CELERY_EAGER="0",
-            HERMES_CHANNEL_PREFIX=RUN_ID,
-            OPENAI_BASE_URL=llm_server.base_url,
-            OPENAI_API_KEY="x",
-            HERMES_MODEL="scripted",
-            HERMES_SUMMARY_MODEL="",
-            HERMES_LLM_MAX_RETRIES="0",
-        )
-    queue = f"{RUN_ID}-skills"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "hermes_site",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "1",
-                "--pool",
-                "solo",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-Q",
-                queue,
-                "-n",
-                f"{queue}@%h",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_for(
-            lambda: b"ready." in log.read_bytes() or proc.poll() is not None,
-            timeout=60,
-            what="the Celery worker to start",
-        )
-        assert proc.poll() is None, log.read_text()
-        yield WorkerHandle(redis_url=redis_url, queue=queue, log=log)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    with running_worker(
+        redis_url,
+        log,
+        queue=f"{RUN_ID}-skills",
+        OPENAI_BASE_URL=llm_server.base_url,
+        OPENAI_API_KEY="x",
+        HERMES_MODEL="scripted",
+        HERMES_SUMMARY_MODEL="",
+        HERMES_LLM_MAX_RETRIES="0",
+    ) as handle:
+        yield handle

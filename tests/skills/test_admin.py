@@ -71,7 +71,9 @@ def test_admin_refuses_an_invalid_or_blocked_skill(superuser):
     assert Skill.objects.get(name="new-team").is_team
 
 
-def test_publish_action_copies_a_personal_skill_to_the_team(owner, superuser):
+def test_publish_action_copies_a_personal_skill_to_the_team(owner, superuser, settings):
+    # Publishing someone's skill reads their content: only with admin content access on.
+    settings.HERMES_ADMIN_CONTENT_ACCESS = True
     skill = services.skill_create(user=owner, name="good-idea", content=skill_md("good-idea"))
     client = login(superuser)
     client.post(

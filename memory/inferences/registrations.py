@@ -1,0 +1,13 @@
+"""Called from MemoryConfig.ready(): the inference admin and privacy registrations."""
+
+from __future__ import annotations
+
+
+def register_all() -> None:
+    from django.contrib import admin
+
+    from . import admin as inference_admin
+    from . import privacy
+
+    inference_admin.register(admin.site)
+    privacy.register()

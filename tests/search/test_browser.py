@@ -1,0 +1,110 @@
+"""The Sessions page in a real browser: highlighted results, the "Summarise" action by
+keyboard, and a summary finishing in the background showing up by polling."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from sessions_app.models import Message, SearchSummary
+from sessions_app.search.summarise import query_hash
+from tests.conftest import PASSWORD
+from tests.e2e.conftest import browser, live_server_url, llm_for_server  # noqa: F401
+
+from .conftest import make_chat
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def off_loop(fn: Callable[[], Any]) -> Any:
+    """Run ORM work in a plain thread: Playwright's sync API keeps an event loop in this
+    one, where Django refuses synchronous database calls."""
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    return result[0]
+
+
+@pytest.fixture
+def server_url(transactional_db, monkeypatch, request):  # type: ignore[no-untyped-def]
+    # Without REDIS_URL the server runs tasks inline, so no worker is needed here.
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    return request.getfixturevalue("live_server_url")
+
+
+def test_search_summarise_by_keyboard_and_poll(
+    owner,
+    server_url,
+    llm_for_server,  # noqa: F811
+    browser,  # noqa: F811
+):
+    def seed() -> tuple[Any, Any, Any]:
+        chat = make_chat(
+            owner,
+            [
+                ("user", "how do we rotate the vault token?"),
+                ("assistant", "Use <b>vault</b> rotate."),
+            ],
+            title="Vault rotation",
+        )
+        other = make_chat(
+            owner, [("user", "vault backup schedule")], title="Vault backups", start=50
+        )
+        pending = SearchSummary.objects.create(
+            owner=owner,
+            session=other,
+            query="vault",
+            query_hash=query_hash("vault"),
+            last_message_id=Message.objects.filter(session=other).latest("id").id,
+        )
+        return chat, other, pending
+
+    chat, other, pending = off_loop(seed)
+    llm_for_server.add_rule("Search topic:", reply="Rotation is done with vault rotate.")
+
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server_url}/accounts/login/")
+    page.fill("input[name=username]", owner.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{server_url}/")
+    page.fill("#dashboard-search", "vault")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/sessions/?q=vault")
+
+    result = page.locator(f"#result-{chat.id}")
+    assert result.locator("mark").first.inner_text().lower() == "vault"
+    assert "<b>vault</b>" in result.inner_text()  # message text shown as text
+
+    # The background summary of the other result lands while the page is open.
+    off_loop(
+        lambda: SearchSummary.objects.filter(id=pending.id).update(
+            status="done", summary="Backups nightly."
+        )
+    )
+    page.locator(f"#result-{other.id} .summary", has_text="Backups nightly.").wait_for(
+        timeout=15_000
+    )
+
+    button = result.locator("form.summarise-form button")
+    button.focus()
+    page.keyboard.press("Enter")
+    result.locator(".summary", has_text="Rotation is done with vault rotate.").wait_for(
+        timeout=20_000
+    )
+    assert page.url.endswith("/sessions/?q=vault")  # no page reload
+    assert errors == []
