@@ -367,7 +367,7 @@ HERMES_TURN_STALE_SECONDS = env.int("HERMES_TURN_STALE_SECONDS", default=900)
 # How often a streaming answer is written to the database (seconds).
 HERMES_STREAM_SAVE_INTERVAL = env.float("HERMES_STREAM_SAVE_INTERVAL", default=1.0)
 # Deltas arriving within this window are sent to the browser as one event.
-HERMES_STREAM_COALESCE_MS = env.int("HERMES_STREAM_COALESCE_MS", default=30)
+HERMES_STREAM_COALESCE_MS = env.int("HERMES_STREAM_COALESCE_MS", default=100)
 HERMES_REPLY_MAX_TOKENS = env.int("HERMES_REPLY_MAX_TOKENS", default=4096)
 # External memory provider (at most one beside the built-in memory), by name.
 HERMES_MEMORY_PROVIDER = env.str("HERMES_MEMORY_PROVIDER", default="")

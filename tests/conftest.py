@@ -109,7 +109,11 @@ def redis_channel_layer(redis_url, settings):  # type: ignore[no-untyped-def]
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "prefix": RUN_ID},
+            # Longer than channels_redis' 5 s blocking read (redis-py's default would cut it).
+            "CONFIG": {
+                "hosts": [{"address": redis_url, "socket_timeout": 30}],
+                "prefix": RUN_ID,
+            },
         }
     }
     return redis_url

@@ -255,15 +255,21 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         await database_sync_to_async(services.turn_release)(
             session_id=session.pk, token=start.token
         )
+        if not completed:
+            await _stop_listening(session.pk, start.token, control, joined)
+    try:
+        if completed:
+            await _after_turn(
+                session.pk,
+                user_text,
+                state.text,
+                manager if uses_memory(session, profile) else None,
+                tool_iterations,
+            )
+    finally:
+        # After the hooks, which must not wait for it (they claim the conversation for
+        # compression before a next turn does); meanwhile it ignores stop and sync.
         await _stop_listening(session.pk, start.token, control, joined)
-    if completed:
-        await _after_turn(
-            session.pk,
-            user_text,
-            state.text,
-            manager if uses_memory(session, profile) else None,
-            tool_iterations,
-        )
 
 
 async def _frozen_prompt(session: Any, manager: MemoryManager) -> str:

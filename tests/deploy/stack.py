@@ -220,6 +220,20 @@ def _psql(sql: str) -> None:
         conn.execute(sql)
 
 
+def _redis_forget(run: str) -> None:
+    """Delete the run's channel-layer keys and Celery queue (they share the run's name)."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(REDIS_URL, socket_timeout=10)
+        for pattern in (f"{run}*", f"_kombu.binding.{run}", f"_kombu.binding_permanent.{run}"):
+            for key in client.scan_iter(match=pattern, count=1000):
+                client.delete(key)
+        client.close()
+    except redis.RedisError as exc:
+        print(f"could not clean Redis keys of {run}: {exc}", file=sys.stderr)
+
+
 def make_certificate(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(
@@ -390,6 +404,7 @@ def running_stack(
             signal.signal(signal.SIGTERM, previous_handler)
         leftovers = stack.stop()
         stack.leftovers = leftovers  # type: ignore[attr-defined]
+        _redis_forget(run)
         if own_database:
             try:
                 _psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

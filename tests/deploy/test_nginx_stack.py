@@ -167,6 +167,9 @@ def test_through_nginx_a_turn_on_one_process_streams_to_a_tab_on_the_other(stack
     assert "max-age=31536000" in browser.request("GET", "/").headers["strict-transport-security"]
     cookie = browser.cookie_header()
     user_id = browser.request("GET", "/api/me/").json()["id"]
+    # Static files come through nginx from whitenoise.
+    css = browser.request("GET", "/static/css/team.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
 
     async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
         tabs = await tab_on_each_process(stack, cookie)
