@@ -16,8 +16,22 @@ from sessions_app.models import Message
 
 from .models import ExportJob
 
+ME = inline_serializer(
+    "Me",
+    {
+        "id": serializers.IntegerField(),
+        "username": serializers.CharField(),
+        "is_staff": serializers.BooleanField(),
+    },
+)
+EXPORT_JOB = OpenApiResponse(
+    description="An export job: id, status, progress, stage, error, "
+    "size, created_at, finished_at, expires_at, url, download_url"
+)
+
 
 class MeApi(APIView):
+    @extend_schema(responses=ME, operation_id="me_retrieve")
     def get(self, request: Request) -> Response:
         user = request.user
         return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})
@@ -92,6 +106,7 @@ class MeExportApi(APIView):
 
 
 class MeExportJobsApi(APIView):
+    @extend_schema(responses={200: EXPORT_JOB}, operation_id="me_exports_list")
     def get(self, request: Request) -> Response:
         return Response({"results": [job_payload(j) for j in jobs.export_jobs(user=request.user)]})
 
@@ -103,6 +118,7 @@ class MeExportJobsApi(APIView):
 
 
 class MeExportJobApi(APIView):
+    @extend_schema(responses={200: EXPORT_JOB})
     def get(self, request: Request, job_id: int) -> Response:
         return Response(job_payload(jobs.access_export_job(user=request.user, job_id=job_id)))
 

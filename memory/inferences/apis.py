@@ -108,7 +108,8 @@ class InferenceListApi(APIView):
         return paginator.get_paginated_response(InferenceSerializer(page, many=True).data)
 
     @extend_schema(
-        responses=inline_serializer("InferencesDeleted", {"deleted": serializers.IntegerField()})
+        responses=inline_serializer("InferencesDeleted", {"deleted": serializers.IntegerField()}),
+        operation_id="inferences_destroy_all",
     )
     def delete(self, request: Request) -> Response:
         return Response({"deleted": services.inferences_delete_all(user=request.user)})

@@ -136,3 +136,12 @@ def test_openapi_schema_is_served(owner):
     response = logged_in(owner).get("/api/schema/")
     assert response.status_code == 200
     assert b"openapi" in response.content
+
+
+def test_openapi_schema_generates_without_warnings(tmp_path):
+    from django.core.management import call_command
+
+    target = tmp_path / "schema.yml"
+    call_command("spectacular", "--fail-on-warn", "--file", str(target))
+    schema = target.read_text()
+    assert "/api/sessions/{session_id}/messages/" in schema and "/api/memory/" in schema
