@@ -29,6 +29,7 @@ from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 
+from ..selectors import escape_like
 from .hits import MARK_END, MARK_START, Hit, HitPage, as_datetime, parse_marked, substring_snippet
 from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk
 
@@ -79,10 +80,6 @@ def _filter_sql(owner_id: int, filters: Filters) -> tuple[str, list[object]]:
         sql.append(f" AND m.session_id NOT IN ({', '.join(['%s'] * len(ids))})")
         params.extend(ids)
     return "".join(sql), params
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _rows_to_hits(rows: list[tuple]) -> list[Hit]:
@@ -152,7 +149,7 @@ def _like_condition(
     for group in query.groups:
         terms_sql = []
         for term in group:
-            pattern = f"%{_escape_like(term.text)}%"
+            pattern = f"%{escape_like(term.text)}%"
             ors = " OR ".join(f"{col} {operator} %s ESCAPE '\\'" for col in columns)
             params.extend([pattern] * len(columns))
             terms_sql.append(("NOT " if term.negated else "") + f"({ors})")

@@ -157,7 +157,9 @@ def _rebuild(query: str) -> str:
             break
         terms += 1
         is_phrase = body.startswith('"')
-        token = inner if not is_phrase and _is_bareword(inner) else _quote(inner)
+        # An operator word with a prefix star ("AND*") is still the operator to FTS5: quote it.
+        bare = not is_phrase and _is_bareword(inner) and inner not in OPERATORS
+        token = inner if bare else _quote(inner)
         out.append(token + ("*" if prefix else ""))
     return " ".join(_fix_operators(out))
 

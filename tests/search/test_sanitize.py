@@ -156,3 +156,8 @@ def test_output_is_always_valid_fts5(raw):
     query = sanitize_fts5_query(raw)
     if query:
         db.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,)).fetchall()
+
+
+def test_an_operator_word_with_a_prefix_star_is_quoted_not_an_operator():
+    # Found by the fuzz test: `AND*` reached FTS5 as the AND operator ("syntax error").
+    assert sanitize_fts5_query("AND*0_0") == '"AND"* "0_0"'
