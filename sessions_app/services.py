@@ -8,7 +8,6 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +19,7 @@ from django.utils import timezone
 from accounts.services import quota_check
 from hermes_site.exceptions import NotFound, ServiceError
 
+from .agent.llm.cost import CallUsage
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 
@@ -235,16 +235,6 @@ def user_message_set_context(*, message_id: int, context_block: str) -> None:
 
 def assistant_save_progress(*, message_id: int, content: str) -> None:
     Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(content=content)
-
-
-@dataclass
-class CallUsage:
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-    cost_usd: Decimal = Decimal(0)
 
 
 def assistant_finish(

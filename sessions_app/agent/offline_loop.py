@@ -63,15 +63,6 @@ class OfflineLoopResult:
     messages: list[dict[str, Any]]
 
 
-def _add_usage(total: llm.Usage, more: llm.Usage) -> llm.Usage:
-    return llm.Usage(
-        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
-        completion_tokens=total.completion_tokens + more.completion_tokens,
-        cached_tokens=total.cached_tokens + more.cached_tokens,
-        reasoning_tokens=total.reasoning_tokens + more.reasoning_tokens,
-    )
-
-
 def _parse_arguments(raw: str) -> dict[str, Any] | str:
     try:
         value = json.loads(raw) if raw.strip() else {}
@@ -106,7 +97,7 @@ async def run_offline_loop(
         completed = await llm.complete(
             messages=working, tools=schemas or None, kind=model_kind, temperature=temperature
         )
-        usage = _add_usage(usage, completed.usage)
+        usage += completed.usage
         if not completed.tool_calls:
             working.append({"role": "assistant", "content": completed.text})
             return OfflineLoopResult(

@@ -403,18 +403,8 @@ async def _dispatch(
     )
 
 
-def _usage(result: llm.Completed | None) -> services.CallUsage | None:
-    if result is None:
-        return None
-    u = result.usage
-    return services.CallUsage(
-        model=result.model or settings.HERMES_MODEL,
-        prompt_tokens=u.prompt_tokens,
-        completion_tokens=u.completion_tokens,
-        cached_tokens=u.cached_tokens,
-        reasoning_tokens=u.reasoning_tokens,
-        cost_usd=llm.estimate_cost(result.model or settings.HERMES_MODEL, u),
-    )
+def _usage(result: llm.Completed) -> llm.CallUsage:
+    return llm.CallUsage.of(result.model or settings.HERMES_MODEL, result.usage)
 
 
 def _done(state: StreamState, result: llm.Completed | None, status: str) -> dict[str, Any]:

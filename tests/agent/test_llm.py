@@ -22,6 +22,7 @@ from sessions_app.agent.llm import (
     ToolCall,
     Usage,
 )
+from sessions_app.agent.llm import client as llm_client
 from tests.support.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 
 API_KEY = "sk-test-very-secret-key-0123456789"
@@ -420,7 +421,7 @@ def test_max_tokens_parameter_name_for_openai_itself(scripted: ScriptedLLM, sett
     # No base URL means api.openai.com, which wants max_completion_tokens. Build the request
     # kwargs directly: nothing is sent to the real API.
     settings.OPENAI_BASE_URL = ""
-    kwargs = llm._request_kwargs(
+    kwargs = llm_client._request_kwargs(
         model="gpt-x", messages=[USER], tools=None, temperature=None, max_tokens=50
     )
     assert kwargs["max_completion_tokens"] == 50 and "max_tokens" not in kwargs

@@ -1,0 +1,232 @@
+"""The calls: :func:`stream_chat` for chat turns, :func:`complete` for everything else, and
+:func:`build_client`, the one place an openai client is built (timeouts, retries, key).
+
+Each call uses a fresh client that is closed afterwards, unless the caller passes its own
+``client=`` (e.g. to reuse one connection across the steps of a tool loop). A process-wide cached
+async client would be bound to whichever event loop first used it, which breaks under
+``asyncio.run``/``async_to_sync`` (a new loop per call) as used by workers and tests.
+
+Settings read: those of :mod:`.config`, and ``HERMES_LLM_CONNECT_TIMEOUT``,
+``HERMES_LLM_READ_TIMEOUT``, ``HERMES_LLM_MAX_RETRIES``.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final
+
+import openai
+from django.conf import settings
+from openai import AsyncOpenAI
+
+from .assembly import ToolCallAccumulator, fallback_call_id, reasoning_of, usage_from
+from .config import api_key, base_url, endpoint_configured, model_name
+from .errors import CALL_ERRORS, ErrorCode, LLMError, map_error, not_configured
+from .types import (
+    Completed,
+    Message,
+    ModelKind,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+# Local servers accept any key, but the SDK insists on one being present.
+_PLACEHOLDER_KEY: Final = "not-needed"
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes ~50 ms of CPU; doing it for every call (each call builds
+    # its own client) stalled the event loop under concurrent chats. One context is shared.
+    return ssl.create_default_context()
+
+
+def build_client() -> AsyncOpenAI:
+    """A new AsyncOpenAI client from settings; the caller owns it (``async with`` or close())."""
+    connect = float(settings.HERMES_LLM_CONNECT_TIMEOUT)
+    read = float(settings.HERMES_LLM_READ_TIMEOUT)
+    # openai.Timeout is the SDK's own transport type (httpx2 in openai>=3), so nothing is converted.
+    # "read" bounds the gap between bytes, i.e. a silent model, not the length of a whole answer.
+    timeout = openai.Timeout(read, connect=connect, write=read, pool=connect)
+    return AsyncOpenAI(
+        base_url=base_url() or None,
+        api_key=api_key() or _PLACEHOLDER_KEY,
+        timeout=timeout,
+        http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=timeout),
+        # The SDK retries 408/409/429/5xx and connection errors itself, honouring Retry-After.
+        max_retries=int(settings.HERMES_LLM_MAX_RETRIES),
+    )
+
+
+def _resolve_model(model: str | None, kind: ModelKind) -> str:
+    resolved = (model or "").strip() or model_name(kind)
+    if not resolved or not endpoint_configured():
+        raise not_configured()
+    return resolved
+
+
+def _request_kwargs(
+    *,
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None,
+    temperature: float | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages]}
+    if tools:
+        kwargs["tools"] = [dict(t) for t in tools]
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if max_tokens is not None:
+        # api.openai.com rejects max_tokens for reasoning models; many local servers only know
+        # max_tokens. No base URL means OpenAI itself, so use its current name there.
+        name = "max_tokens" if base_url() else "max_completion_tokens"
+        kwargs[name] = max_tokens
+    return kwargs
+
+
+async def stream_chat(
+    *,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    model: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    client: AsyncOpenAI | None = None,
+) -> AsyncIterator[StreamEvent]:
+    """Stream a chat completion: Text/Reasoning deltas, then exactly one :class:`Completed`.
+
+    Raises :class:`LLMError` (with ``partial_text`` when text had already arrived). To stop
+    early, ``await stream.aclose()`` (or use ``contextlib.aclosing``): that releases the
+    connection at once instead of whenever the generator is garbage-collected.
+    """
+    resolved = _resolve_model(model, "chat")
+    kwargs = _request_kwargs(
+        model=resolved,
+        messages=messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    owned = client is None
+    api = client if client is not None else build_client()
+    text_parts: list[str] = []
+    reasoning_parts: list[str] = []
+    calls = ToolCallAccumulator()
+    usage = Usage()
+    finish_reason: str | None = None
+    response_model = resolved
+    stream: Any = None
+    try:
+        try:
+            stream = await api.chat.completions.create(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+        except CALL_ERRORS as exc:
+            raise map_error(exc, api=api) from exc
+
+        # Anything failing from here on happened mid-stream: the SDK does not retry it, and a
+        # dropped connection may surface as a raw transport error rather than an APIError.
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = usage_from(chunk.usage)
+                if chunk.model:
+                    response_model = chunk.model
+                for choice in chunk.choices or ():
+                    if choice.index not in (0, None):
+                        continue
+                    if choice.finish_reason:
+                        finish_reason = choice.finish_reason
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    reasoning = reasoning_of(delta)
+                    if reasoning:
+                        reasoning_parts.append(reasoning)
+                        yield ReasoningDelta(reasoning)
+                    if delta.content:
+                        text_parts.append(delta.content)
+                        yield TextDelta(delta.content)
+                    for call_delta in delta.tool_calls or ():
+                        calls.add(call_delta)
+        except CALL_ERRORS as exc:
+            raise map_error(
+                exc, api=api, mid_stream=True, partial_text="".join(text_parts)
+            ) from exc
+
+        yield Completed(
+            text="".join(text_parts),
+            tool_calls=calls.result(),
+            finish_reason=finish_reason,
+            usage=usage,
+            model=response_model,
+            reasoning="".join(reasoning_parts),
+        )
+    finally:
+        if stream is not None:
+            await stream.close()
+        if owned:
+            await api.close()
+
+
+async def complete(
+    *,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    model: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    client: AsyncOpenAI | None = None,
+    kind: ModelKind = "summary",
+) -> Completed:
+    """A non-streaming completion (summaries, memory flush, extraction).
+
+    Uses the summary model unless ``model`` is given; pass ``kind="chat"`` for the chat model.
+    """
+    resolved = _resolve_model(model, kind)
+    kwargs = _request_kwargs(
+        model=resolved,
+        messages=messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    owned = client is None
+    api = client if client is not None else build_client()
+    try:
+        try:
+            response = await api.chat.completions.create(**kwargs)
+        except CALL_ERRORS as exc:
+            raise map_error(exc, api=api) from exc
+    finally:
+        if owned:
+            await api.close()
+
+    if not response.choices:
+        raise LLMError(ErrorCode.LLM_UNAVAILABLE, "The model returned an empty response.")
+    choice = response.choices[0]
+    message = choice.message
+    tool_calls = tuple(
+        ToolCall(
+            id=call.id or fallback_call_id(),
+            name=call.function.name or "",
+            arguments=call.function.arguments or "",
+        )
+        for call in (message.tool_calls or ())
+        if getattr(call, "function", None) is not None  # skip non-function ("custom") tools
+    )
+    return Completed(
+        text=message.content or "",
+        tool_calls=tool_calls,
+        finish_reason=choice.finish_reason,
+        usage=usage_from(response.usage) if response.usage is not None else Usage(),
+        model=response.model or resolved,
+        reasoning=reasoning_of(message),
+    )
