@@ -35,13 +35,13 @@ from accounts.services import profile_get
 from hermes_site.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
 
+from . import turn_claim
 from .agent import llm
 from .agent.offline_loop import run_offline_loop
 from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
 from .models import Message, Session
 from .selectors import api_messages
-from .services import COMPRESS_CLAIM
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +126,17 @@ def needs_compression(session: Session) -> bool:
     if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
         return False
     return estimated_next_prompt(session) >= threshold_tokens(session.model)
+
+
+def compression_schedule(*, session_id: str) -> bool:
+    """After a turn: queue compression when the next prompt would pass the threshold."""
+    from .tasks import compress_session  # tasks import this module to run the compression
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None or not needs_compression(session):
+        return False
+    transaction.on_commit(lambda: compress_session.delay(session_id))
+    return True
 
 
 # --- choosing what to keep ------------------------------------------------------------------
@@ -302,21 +313,6 @@ def _flush_memory(
 # --- the task body ------------------------------------------------------------------------
 
 
-def _claim(session_id: str) -> bool:
-    return (
-        Session.objects.filter(pk=session_id, turn_token="", ended_at__isnull=True).update(
-            turn_token=COMPRESS_CLAIM, turn_started_at=timezone.now()
-        )
-        == 1
-    )
-
-
-def _release(session_id: str) -> None:
-    Session.objects.filter(pk=session_id, turn_token=COMPRESS_CLAIM).update(
-        turn_token="", turn_started_at=None
-    )
-
-
 def next_title_in_lineage(*, owner: Any, title: str | None) -> str | None:
     """`Title` → `Title #2` → `Title #3`: the next free number among the owner's sessions."""
     if not title:
@@ -340,7 +336,11 @@ def session_compress(*, session_id: str) -> str | None:
     Safe to call twice: only the caller that claims the session does the work.
     """
     session = Session.objects.select_related("owner", "system_prompt").filter(pk=session_id).first()
-    if session is None or session.ended_at is not None or not _claim(session_id):
+    if (
+        session is None
+        or session.ended_at is not None
+        or not turn_claim.acquire_for_compression(session_id=session_id)
+    ):
         return None
     try:
         prompt = session.system_prompt.prompt if session.system_prompt else ""
@@ -348,7 +348,7 @@ def session_compress(*, session_id: str) -> str | None:
         tail_budget = int(threshold_tokens(session.model) * settings.HERMES_COMPRESSION_TAIL_RATIO)
         plan = plan_compression(conversation, tail_budget=tail_budget)
         if plan is None:  # too few messages between head and tail yet; try after next turn
-            _release(session.pk)
+            turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
             return None
         publish(
             session_group(session.pk),
@@ -411,7 +411,7 @@ def _cooldown(session: Session, error: str) -> None:
         + timedelta(seconds=settings.HERMES_COMPRESSION_COOLDOWN),
         compression_failure_error=error[:300],
     )
-    _release(session.pk)
+    turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
 
 
 def _bill(session_id: str, *usages: llm.Usage) -> None:
@@ -439,9 +439,9 @@ def _split(
         Session.objects.filter(pk=session.pk).update(
             ended_at=now,
             end_reason=Session.EndReason.COMPRESSION,
-            turn_token="",
-            turn_started_at=None,
         )
+        # The ended session needs no claim: its continuation starts free.
+        turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
         child = Session.objects.create(
             owner=session.owner,
             parent=session,

@@ -4,7 +4,6 @@ pinning and deleting. Every function acts for `user` and refuses other people's 
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,11 +18,10 @@ from django.utils import timezone
 from accounts.services import quota_check
 from hermes_site.exceptions import NotFound, ServiceError
 
+from . import turn_claim
 from .agent.llm.cost import CallUsage
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
-
-COMPRESS_CLAIM = "compress"  # the turn claim held while a conversation is compressed
 
 TITLE_MAX = 100
 _INVISIBLE = re.compile(
@@ -94,26 +92,6 @@ def check_message_text(text: Any) -> str:
     return text
 
 
-def _claim_turn(session: Session) -> str:
-    """Mark the session busy for this turn, across processes; '' if another turn runs.
-
-    A conditional UPDATE (exactly one row changed) decides the race; a claim older than
-    HERMES_TURN_STALE_SECONDS belongs to a process that died and may be taken over.
-    """
-    token = secrets.token_hex(8)
-    stale = timezone.now() - timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS)
-    changed = (
-        Session.objects.filter(pk=session.pk)
-        .filter(turn_token="")
-        .update(turn_token=token, turn_started_at=timezone.now())
-    ) or (
-        Session.objects.filter(pk=session.pk, turn_started_at__lt=stale).update(
-            turn_token=token, turn_started_at=timezone.now()
-        )
-    )
-    return token if changed == 1 else ""
-
-
 def turn_begin(
     *,
     user: AbstractBaseUser,
@@ -122,10 +100,11 @@ def turn_begin(
     regenerate: bool = False,
     temporary: bool = False,
 ) -> TurnStart:
-    """Persist the user's message (before any model call) and claim the conversation.
+    """Persist the user's message (before any model call) and claim the conversation
+    (see turn_claim); the caller releases the claim with ``turn_claim.release`` when done.
 
-    With `regenerate`, no new message: the last answer (and its tool calls) after the last
-    user message is removed and answered again. `temporary` applies to a new conversation.
+        With `regenerate`, no new message: the last answer (and its tool calls) after the last
+        user message is removed and answered again. `temporary` applies to a new conversation.
     """
     quota_check(user=user)
     if not regenerate:
@@ -148,9 +127,9 @@ def turn_begin(
             if session.end_reason == Session.EndReason.COMPRESSION:
                 # The conversation goes on in its newest continuation.
                 session = compression_tip(session)
-        token = _claim_turn(session)
+        token = turn_claim.acquire_for_turn(session_id=session.pk)
         if not token:
-            if _is_compressing(session):
+            if turn_claim.is_compressing(session_id=session.pk):
                 raise ServiceError(
                     "compressing",
                     "Earlier messages are being compressed; your message follows in a moment.",
@@ -170,7 +149,7 @@ def turn_begin(
         if regenerate:
             last_user = session.messages.filter(role=Message.Role.USER).order_by("-id").first()
             if last_user is None:
-                _release(session.pk, token)
+                turn_claim.release(session_id=session.pk, token=token)
                 raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
             removed, _ = session.messages.filter(id__gt=last_user.id).delete()
             Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - removed)
@@ -191,32 +170,6 @@ def turn_begin(
     session.refresh_from_db()
     switched = session_id if session_id and session_id != session.pk else None
     return TurnStart(session, created, user_message, assistant, token, switched)
-
-
-def _is_compressing(session: Session) -> bool:
-    return Session.objects.filter(pk=session.pk, turn_token=COMPRESS_CLAIM).exists()
-
-
-def compression_schedule(*, session_id: str) -> bool:
-    """After a turn: queue compression when the next prompt would pass the threshold."""
-    from .compression import needs_compression
-    from .tasks import compress_session
-
-    session = Session.objects.filter(pk=session_id).first()
-    if session is None or not needs_compression(session):
-        return False
-    transaction.on_commit(lambda: compress_session.delay(session_id))
-    return True
-
-
-def _release(session_id: str, token: str) -> None:
-    Session.objects.filter(pk=session_id, turn_token=token).update(
-        turn_token="", turn_started_at=None
-    )
-
-
-def turn_release(*, session_id: str, token: str) -> None:
-    _release(session_id, token)
 
 
 def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:

@@ -29,7 +29,8 @@ from hermes_site.realtime import apublish, session_group
 from memory.fence import StreamingContextScrubber
 from memory.providers import MemoryManager
 
-from .. import selectors, services
+from .. import selectors, services, turn_claim
+from ..compression import compression_schedule
 from ..models import Message
 from . import llm
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
@@ -252,9 +253,7 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         # Release first, before any other await: the next turn's claim (a tab that sends
         # as soon as it sees assistant.done) queues behind it on the database thread.
         ending.set()
-        await database_sync_to_async(services.turn_release)(
-            session_id=session.pk, token=start.token
-        )
+        await database_sync_to_async(turn_claim.release)(session_id=session.pk, token=start.token)
         if not completed:
             await _stop_listening(session.pk, start.token, control, joined)
     try:
@@ -520,7 +519,7 @@ async def _after_turn(
     from skills_app.services import review_after_turn
 
     try:
-        await database_sync_to_async(services.compression_schedule)(session_id=session_id)
+        await database_sync_to_async(compression_schedule)(session_id=session_id)
     except Exception:
         logger.exception("could not schedule compression for %s", session_id)
 
