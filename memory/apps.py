@@ -8,8 +8,11 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        # Registers the `memory` tool with the agent's tool registry.
-        from . import tools  # noqa: F401
+        from sessions_app.agent.tools import registry
+
+        from .tools import TOOLS
+
+        registry.register(*TOOLS)
 
         # Inferences (the local memory provider): their admin and privacy registrations.
         from .inferences.registrations import register_all

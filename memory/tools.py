@@ -1,6 +1,6 @@
 """The `memory` tool: the agent's way to curate its L1 memory (Hermes' memory tool).
 
-Registered from MemoryConfig.ready(). The handler acts as `ctx.user` only and calls the
+Registered (``TOOLS``) from MemoryConfig.ready(). The handler acts as `ctx.user` only and calls the
 same services as the Memory page and the API.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_site.exceptions import ServiceError
-from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result, registry
+from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result
 
 from .models import Target
 from .selectors import memory_settings
@@ -182,12 +182,12 @@ def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
 
 
-memory_tool = registry.register(
+TOOLS = (
     Tool(
         name="memory",
+        toolset="memory",
         description=DESCRIPTION,
         parameters=PARAMETERS,
         handler=handle_memory,
-        toolset="memory",
-    )
+    ),
 )

@@ -8,5 +8,7 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        # Registers the `session_search` tool with the agent's tool registry.
-        from .search import tool  # noqa: F401
+        from .agent.tools import registry
+        from .search.tool import TOOLS
+
+        registry.register(*TOOLS)

@@ -8,7 +8,8 @@ class SkillsAppConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
-        # The agent's skill tools join the shared registry once the models are loaded.
-        from .tools import register
+        from sessions_app.agent.tools import registry
 
-        register()
+        from .tools import TOOLS
+
+        registry.register(*TOOLS)

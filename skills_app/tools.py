@@ -11,13 +11,12 @@ from typing import Any
 from django.urls import reverse
 
 from hermes_site.exceptions import ServiceError
-from sessions_app.agent.tools import Tool, ToolContext, ToolResult, registry
+from sessions_app.agent.tools import Tool, ToolContext, ToolResult
 
 from . import selectors, skillmd
 from .models import SkillRevision
 from .services import skills as svc
 
-TOOLSET = "skills"
 ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file")
 #: The reviewer must have read a skill (skill_view) in the same run before changing it,
 #: so it patches what is there instead of overwriting it blind.
@@ -238,6 +237,7 @@ _NAME_HELP = (
 
 SKILLS_LIST = Tool(
     name="skills_list",
+    toolset="skills",
     description=(
         "List the skills (procedures learned earlier) you can use: name, description and "
         "category, sorted by category. Team skills are shared and read-only."
@@ -250,11 +250,11 @@ SKILLS_LIST = Tool(
         "additionalProperties": False,
     },
     handler=skills_list,
-    toolset=TOOLSET,
 )
 
 SKILL_VIEW = Tool(
     name="skill_view",
+    toolset="skills",
     description=(
         "Load a skill's full SKILL.md and the list of its files, or one file with file_path "
         "(e.g. 'references/api.md'). Load a skill before following or changing it."
@@ -273,11 +273,11 @@ SKILL_VIEW = Tool(
         "additionalProperties": False,
     },
     handler=skill_view,
-    toolset=TOOLSET,
 )
 
 SKILL_MANAGE = Tool(
     name="skill_manage",
+    toolset="skills",
     description=(
         "Create or change the user's skills. A SKILL.md starts with YAML frontmatter "
         "('---', name: <name>, description: <when to use it, ≤1024 chars>, '---') followed "
@@ -317,10 +317,7 @@ SKILL_MANAGE = Tool(
         "additionalProperties": False,
     },
     handler=skill_manage,
-    toolset=TOOLSET,
 )
 
 
-def register() -> None:
-    for tool in (SKILLS_LIST, SKILL_VIEW, SKILL_MANAGE):
-        registry.register(tool)
+TOOLS = (SKILLS_LIST, SKILL_VIEW, SKILL_MANAGE)

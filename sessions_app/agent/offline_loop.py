@@ -12,9 +12,9 @@ the pre-compression memory flush.
 
 How it behaves:
 - Each step calls `llm.complete` with the schemas of the allowed tools that are registered.
-  A tool call is dispatched through the registry with `allowed=allowed_tools`, so a model
-  asking for anything else gets the registry's "not available" result and nothing runs —
-  that is the runtime denial.
+  A tool call runs through `registry.dispatch` (as in a live turn) with
+  `allowed=allowed_tools`, so a model asking for anything else gets the registry's "not
+  available" result and nothing runs — that is the runtime denial.
 - Assistant and tool messages are appended to the loop's own copy of `messages` only.
   Nothing is persisted: callers decide what, if anything, to store.
 - It stops at the first answer without tool calls, or after `max_iterations` model calls
@@ -29,14 +29,15 @@ thread — never on pool threads that would each keep a database connection open
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 
+from hermes_site.exceptions import ServiceError
+
 from . import llm
-from .tools import ToolContext, ToolResult, registry
+from .tools import ToolContext, parse_arguments, registry
 
 __all__ = ["OfflineLoopResult", "ToolOutcome", "run_offline_loop"]
 
@@ -63,16 +64,12 @@ class OfflineLoopResult:
     messages: list[dict[str, Any]]
 
 
-def _parse_arguments(raw: str) -> dict[str, Any] | str:
+def _arguments(raw: str) -> dict[str, Any] | str:
+    """The arguments as the caller's report shows them: parsed, or the raw text if invalid."""
     try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+        return parse_arguments(raw)
+    except ServiceError:
         return raw
-    return value if isinstance(value, dict) else raw
-
-
-def _dispatch(ctx: ToolContext, name: str, arguments: str, allowed: set[str]) -> ToolResult:
-    return registry.dispatch(ctx, name, arguments, allowed=allowed)
 
 
 async def run_offline_loop(
@@ -88,7 +85,7 @@ async def run_offline_loop(
     working = [dict(m) for m in messages]
     allowed = set(allowed_tools)
     schemas = registry.schemas(sorted(allowed))
-    dispatch = sync_to_async(_dispatch, thread_sensitive=True)
+    dispatch = sync_to_async(registry.dispatch, thread_sensitive=True)
     outcomes: list[ToolOutcome] = []
     usage = llm.Usage()
     iterations = 0
@@ -110,14 +107,14 @@ async def run_offline_loop(
             )
         working.append(completed.assistant_message())
         for call in completed.tool_calls:
-            result = await dispatch(ctx, call.name, call.arguments, allowed)
+            result = await dispatch(ctx, call.name, call.arguments, allowed=allowed)
             outcomes.append(
                 ToolOutcome(
                     name=call.name,
                     ok=result.ok,
                     summary=result.summary,
                     notice=result.notice,
-                    arguments=_parse_arguments(call.arguments),
+                    arguments=_arguments(call.arguments),
                     payload=result.payload,
                 )
             )

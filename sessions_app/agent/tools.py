@@ -1,5 +1,15 @@
 """The tool registry: apps register the tools the agent may call; the turn loop, the
-background reviewer and the compression flush dispatch through it.
+background reviewer and the compression flush all run tool calls through
+:meth:`ToolRegistry.dispatch`, the one place a call is validated, run and its failure shaped
+into a result the model can read.
+
+Every app registers the same way, from its ``AppConfig.ready()``::
+
+    registry.register(*tools.TOOLS)
+
+where each :class:`Tool` in ``TOOLS`` names its own ``toolset``. The only tools not in the
+registry are the memory providers' (per user, discovered at run time through the
+:class:`ProviderTools` of the turn's memory manager); ``dispatch`` runs them too.
 
 A handler always acts as `ctx.user` — the owner of the conversation, taken from the
 server side — never as anyone the model names in its arguments.
@@ -9,9 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -31,6 +41,14 @@ class TurnState:
     notices: list[tuple[str, str]] = field(default_factory=list)
 
 
+class ProviderTools(Protocol):
+    """The memory providers' own tools, as the turn's MemoryManager offers them."""
+
+    def handles_tool(self, name: str) -> bool: ...
+
+    def handle_tool_call(self, name: str, args: dict[str, Any]) -> str: ...
+
+
 @dataclass
 class ToolContext:
     user: AbstractBaseUser
@@ -39,6 +57,8 @@ class ToolContext:
     turn: TurnState = field(default_factory=TurnState)
     #: The message that asked for the call (the assistant message with tool_calls).
     message_id: int | None = None
+    #: Provider tools offered in this turn (None when memory is off or nobody offers any).
+    providers: ProviderTools | None = None
 
 
 @dataclass
@@ -62,14 +82,14 @@ class ToolResult:
 Handler = Callable[[ToolContext, dict[str, Any]], ToolResult]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tool:
     name: str
+    #: Group used to pick tools per caller ("memory", "search", "skills", …).
+    toolset: str
     description: str
     parameters: dict[str, Any]
     handler: Handler
-    #: Group used to pick tools per caller ("memory", "search", "skills", …).
-    toolset: str
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -86,12 +106,13 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
 
-    def register(self, tool: Tool) -> Tool:
-        existing = self._tools.get(tool.name)
-        if existing is not None and existing.handler is not tool.handler:
-            raise ValueError(f"tool {tool.name!r} is already registered")
-        self._tools[tool.name] = tool
-        return tool
+    def register(self, *tools: Tool) -> None:
+        """Add tools; registering the same tool again (a second ready()) is harmless."""
+        for tool in tools:
+            existing = self._tools.get(tool.name)
+            if existing is not None and existing.handler is not tool.handler:
+                raise ValueError(f"tool {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -104,35 +125,51 @@ class ToolRegistry:
         return [self._tools[n].schema() for n in names if n in self._tools]
 
     def dispatch(
-        self, ctx: ToolContext, name: str, arguments: str | dict[str, Any], *, allowed: set[str]
+        self, ctx: ToolContext, name: str, arguments: str | dict[str, Any], *, allowed: Set[str]
     ) -> ToolResult:
         """Run one tool call and always return a result the model can read.
 
-        Bad JSON, unknown or disallowed tools and refused operations become error results;
-        an unexpected exception is logged and reported without internals.
+        ``allowed`` names the registry tools this caller offered; a provider tool of
+        ``ctx.providers`` is allowed by being offered there. Bad JSON, unknown or disallowed
+        tools and refused operations become error results; an unexpected exception is logged
+        and reported without internals. Sync and uses the ORM: async callers pick the thread.
         """
+        providers = ctx.providers if ctx.providers and ctx.providers.handles_tool(name) else None
         tool = self._tools.get(name)
-        if tool is None or name not in allowed:
+        if providers is None and (tool is None or name not in allowed):
             return error_result(
                 "tool_not_available",
                 f"Tool '{name}' is not available here. Available: {', '.join(sorted(allowed))}.",
             )
-        if isinstance(arguments, str):
-            try:
-                args = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return error_result("invalid_arguments", f"Arguments are not valid JSON: {exc}")
-        else:
-            args = arguments
-        if not isinstance(args, dict):
-            return error_result("invalid_arguments", "Arguments must be a JSON object.")
         try:
+            args = parse_arguments(arguments)
+            if providers is not None:
+                # Providers isolate their own failures and answer with text of their own.
+                text = providers.handle_tool_call(name, args)
+                return ToolResult(ok=True, payload={"result": text}, summary=f"{name} answered")
+            assert tool is not None
             return tool.handler(ctx, args)
         except ServiceError as exc:
             return error_result(exc.code, exc.message, **exc.details)
         except Exception:
             logger.exception("tool %s failed", name)
             return error_result("tool_failed", f"Tool '{name}' failed unexpectedly.")
+
+
+def parse_arguments(arguments: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as a dict ("" means none); ServiceError if not a JSON object."""
+    if not isinstance(arguments, str):
+        args: Any = arguments
+    else:
+        try:
+            args = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ServiceError(
+                "invalid_arguments", f"Arguments are not valid JSON: {exc}"
+            ) from None
+    if not isinstance(args, Mapping):
+        raise ServiceError("invalid_arguments", "Arguments must be a JSON object.")
+    return dict(args)
 
 
 def error_result(code: str, message: str, **details: Any) -> ToolResult:

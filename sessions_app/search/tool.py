@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from hermes_site.exceptions import NotFound, ServiceError
 
-from ..agent.tools import Tool, ToolContext, ToolResult, registry
+from ..agent.tools import Tool, ToolContext, ToolResult
 from ..models import Message, Session
 from .service import (
     check_roles,
@@ -273,8 +273,12 @@ def session_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return _discover(ctx, args)
 
 
-def register() -> Tool:
-    return registry.register(Tool(NAME, DESCRIPTION, PARAMETERS, session_search, "search"))
-
-
-register()
+TOOLS = (
+    Tool(
+        name=NAME,
+        toolset="search",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        handler=session_search,
+    ),
+)

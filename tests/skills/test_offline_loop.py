@@ -32,7 +32,15 @@ def _probe(ctx: ToolContext, args: dict) -> ToolResult:
 def probe_tool() -> Iterator[str]:
     """A registered tool that is not on the reviewer's list, recording every call."""
     PROBE_CALLS.clear()
-    registry.register(Tool("test_probe", "Test only.", {"type": "object"}, _probe, toolset="test"))
+    registry.register(
+        Tool(
+            name="test_probe",
+            toolset="test",
+            description="Test only.",
+            parameters={"type": "object"},
+            handler=_probe,
+        )
+    )
     yield "test_probe"
     registry._tools.pop("test_probe", None)
 
