@@ -1,0 +1,115 @@
+"""Streaming one model call of a chat turn to the session's tabs: numbered events, memory
+fences scrubbed, deltas coalesced, and the text saved periodically while it grows."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from hermes_site.realtime import apublish, session_group
+from memory.fence import StreamingContextScrubber
+
+from .. import services
+from . import llm
+
+
+@dataclass
+class TurnEvents:
+    """Numbers and publishes the events of one turn (clients detect gaps by `seq`)."""
+
+    session_id: str
+    seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    last_seq: int = 0
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        self.last_seq = next(self.seq)
+        event = {**event, "session": self.session_id, "seq": self.last_seq}
+        await apublish(session_group(self.session_id), event)
+
+
+@dataclass
+class StreamState:
+    """The assistant message being streamed: its id and the text so far."""
+
+    message_id: int
+    text: str = ""
+    saved_at: float = field(default_factory=time.monotonic)
+    # Text received but not yet published: deltas that arrive within the coalescing window
+    # go out as one event, which keeps a fast model from flooding sockets and the layer.
+    unsent: str = ""
+    sent_at: float = 0.0
+
+
+def done_event(state: StreamState, result: llm.Completed | None, status: str) -> dict[str, Any]:
+    """The `assistant.done` event; usage only when the message ends a model call."""
+    usage = None
+    if result is not None:
+        u = result.usage
+        usage = {
+            "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "cached_tokens": u.cached_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
+        }
+    return {
+        "type": "assistant.done",
+        "message_id": state.message_id,
+        "usage": usage,
+        "status": status,
+    }
+
+
+async def stream_call(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    events: TurnEvents,
+    state: StreamState,
+) -> llm.Completed:
+    """One streamed model call into ``state``; raises LLMError (the text so far is kept)."""
+    scrubber = StreamingContextScrubber()
+    completed: llm.Completed | None = None
+    stream = llm.stream_chat(
+        messages=messages, tools=tools or None, max_tokens=settings.HERMES_REPLY_MAX_TOKENS
+    )
+    try:
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                if isinstance(event, llm.TextDelta):
+                    await _append(scrubber.feed(event.text), events, state)
+                elif isinstance(event, llm.Completed):
+                    completed = event
+        await _append(scrubber.flush(), events, state, final=True)
+    finally:
+        # Whatever the user has not seen yet is still part of the answer.
+        await _publish_unsent(events, state)
+    assert completed is not None  # stream_chat always ends with Completed or raises
+    return completed
+
+
+async def _publish_unsent(events: TurnEvents, state: StreamState) -> None:
+    if state.unsent:
+        text, state.unsent = state.unsent, ""
+        state.sent_at = time.monotonic()
+        await events.emit({"type": "assistant.delta", "text": text, "message_id": state.message_id})
+
+
+async def _append(
+    text: str, events: TurnEvents, state: StreamState, *, final: bool = False
+) -> None:
+    if text:
+        state.text += text
+        state.unsent += text
+    window = settings.HERMES_STREAM_COALESCE_MS / 1000
+    if state.unsent and (final or time.monotonic() - state.sent_at >= window):
+        await _publish_unsent(events, state)
+    if text and time.monotonic() - state.saved_at >= settings.HERMES_STREAM_SAVE_INTERVAL:
+        state.saved_at = time.monotonic()
+        await database_sync_to_async(services.assistant_save_progress)(
+            message_id=state.message_id, content=state.text
+        )
