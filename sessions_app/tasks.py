@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from .compression import session_compress
 from .search.summarise import summary_run
 
 
@@ -31,8 +32,6 @@ def summarise_search_hit(summary_id: int) -> str:
 def compress_session(session_id: str) -> str | None:
     """Flush memory, summarise and split the session; safe to deliver twice (the session is
     claimed with a conditional update, so only one delivery does the work)."""
-    from .compression import session_compress
-
     return session_compress(session_id=session_id)
 
 

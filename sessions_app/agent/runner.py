@@ -36,7 +36,7 @@ from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
 from .stream import StreamState, TurnEvents, done_event, stream_call
-from .tools import ToolContext, TurnState, registry
+from .tools import ToolContext, registry
 
 __all__ = [
     "begin_turn",
@@ -202,7 +202,6 @@ async def _prepare(turn: _Turn) -> _Setup:
         user=user,
         session_id=session.pk,
         origin="tool",
-        turn=TurnState(),
         providers=manager if memory_on else None,
     )
     return _Setup(manager, memory_on, prompt, tools, frozenset(tool_names), ctx)
