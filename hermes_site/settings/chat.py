@@ -12,7 +12,7 @@ HERMES_IDENTITY = declare_str(
     "and accurate, you say when you are unsure, and you keep a memory of each person you "
     "work with.",
     help="The agent's default identity, first in every system prompt.",
-    default_doc="a short Hermes persona",
+    default_doc='"You are Hermes, a helpful assistant for a team…"',
 )
 HERMES_MAX_MESSAGE_CHARS = declare_int(
     "HERMES_MAX_MESSAGE_CHARS", 32000, min=1, help="Longest chat message, in characters."
