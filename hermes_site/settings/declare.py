@@ -77,9 +77,9 @@ def _bounded(setting: Setting, value: float) -> Any:
             return type(value)(high)
         return value
     if low is not None and value < low:
-        raise ImproperlyConfigured(f"{setting.name} must be at least {low:g} (got {value:g}).")
+        raise ImproperlyConfigured(f"{setting.name} must be at least {low} (got {value}).")
     if high is not None and value > high:
-        raise ImproperlyConfigured(f"{setting.name} must be at most {high:g} (got {value:g}).")
+        raise ImproperlyConfigured(f"{setting.name} must be at most {high} (got {value}).")
     return value
 
 
