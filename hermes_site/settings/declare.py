@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +44,8 @@ class Setting:
     clamp: bool = False
     choices: tuple[str, ...] = ()
     default_doc: str = ""
+    #: The topic module that declares it.
+    module: str = field(default="", compare=False)
 
 
 #: Every declared setting by variable name, in declaration order.
@@ -50,8 +53,16 @@ REGISTRY: dict[str, Setting] = {}
 
 
 def _register(setting: Setting) -> Setting:
-    if setting.name in REGISTRY:
-        raise ImproperlyConfigured(f"{setting.name} is declared twice in hermes_site.settings.")
+    # Called from declare_*, called from the topic module.
+    module = sys._getframe(2).f_globals.get("__name__", "")
+    setting = replace(setting, module=module)
+    earlier = REGISTRY.get(setting.name)
+    # The same module may run twice: manage.py imports the settings again after a first
+    # attempt failed (with a bad value), and that error must stay the one reported.
+    if earlier is not None and earlier.module != module:
+        raise ImproperlyConfigured(
+            f"{setting.name} is declared in both {earlier.module} and {module}."
+        )
     REGISTRY[setting.name] = setting
     return setting
 

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -108,6 +109,21 @@ def test_a_value_out_of_bounds_names_the_variable_and_the_bound(tmp_path):
     assert "HERMES_LOGIN_WINDOW_SECONDS must be at least 1 (got 0)" in result.stderr
 
 
+def test_manage_py_reports_the_bad_value_not_a_later_import_error(tmp_path):
+    # manage.py imports the settings a second time after the first attempt fails.
+    env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
+    env.update(HERMES_VAR_DIR=str(tmp_path / "var"), HERMES_PORT="0")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "HERMES_PORT must be at least 1 (got 0)" in result.stderr.strip().splitlines()[-1]
+
+
 # --- The declarations and the README agree ----------------------------------------------
 
 README = ROOT / "README.md"
@@ -199,7 +215,9 @@ def test_a_declaration_is_recorded_once(registry, monkeypatch):
     assert registry["HERMES_PROBE_LIMIT"] == Setting(
         "HERMES_PROBE_LIMIT", "int", 3, "A probe.", min=1
     )
-    with pytest.raises(ImproperlyConfigured, match="HERMES_PROBE_LIMIT is declared twice"):
+    assert registry["HERMES_PROBE_LIMIT"].module == __name__
+    registry["HERMES_PROBE_LIMIT"] = replace(registry["HERMES_PROBE_LIMIT"], module="elsewhere")
+    with pytest.raises(ImproperlyConfigured, match="HERMES_PROBE_LIMIT is declared in both"):
         declare_int("HERMES_PROBE_LIMIT", 3, help="Again.")
 
 
