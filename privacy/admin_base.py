@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 
 
 def _content_access() -> bool:
-    return bool(getattr(settings, "HERMES_ADMIN_CONTENT_ACCESS", False))
+    return settings.HERMES_ADMIN_CONTENT_ACCESS
 
 
 class OwnedModelAdmin(admin.ModelAdmin):

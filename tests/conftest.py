@@ -190,7 +190,7 @@ def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-unt
 
 class WorkerHandle:
     def __init__(self, *, redis_url: str, queue: str, log: Path) -> None:
-        from hermes_site.settings import _celery_redis_url
+        from hermes_site.settings.deployment import _celery_redis_url
 
         self.broker_url = _celery_redis_url(redis_url)
         self.queue = queue

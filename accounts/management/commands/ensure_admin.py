@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import os
-
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from accounts.services import admin_ensure
@@ -14,12 +13,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
-        parser.add_argument("--username", default=os.environ.get("HERMES_ADMIN_USER", "admin"))
+        parser.add_argument("--username", default=settings.HERMES_ADMIN_USER)
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
         username = options["username"]
         created, generated = admin_ensure(
-            username=username, password=os.environ.get("HERMES_ADMIN_PASSWORD") or None
+            username=username, password=settings.HERMES_ADMIN_PASSWORD or None
         )
         if not created:
             self.stdout.write("An administrator already exists; nothing changed.")

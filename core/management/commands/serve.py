@@ -30,12 +30,10 @@ class Command(BaseCommand):
     help = "Run the site: embedded Valkey (unless REDIS_URL is set), ASGI server, Celery worker."
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
-        parser.add_argument("--host", default=os.environ.get("HERMES_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("HERMES_PORT", 8000)))
+        parser.add_argument("--host", default=settings.HERMES_HOST)
+        parser.add_argument("--port", type=int, default=settings.HERMES_PORT)
         parser.add_argument("--no-worker", action="store_true", help="Do not start Celery.")
-        parser.add_argument(
-            "--worker-concurrency", type=int, default=int(os.environ.get("HERMES_WORKERS", 2))
-        )
+        parser.add_argument("--worker-concurrency", type=int, default=settings.HERMES_WORKERS)
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
         self._stopping = False
@@ -45,6 +43,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
         valkey = None
+        # The children read their settings from the same environment (plus the broker).
         env = dict(os.environ)
         if settings.REDIS_URL:
             redis_url = settings.REDIS_URL
