@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from . import selectors, services
 from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm

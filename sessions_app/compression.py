@@ -32,7 +32,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.services import profile_get
-from hermes_site.realtime import notice_to_user, publish, session_group
+from core.queue import task_send
+from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
 
 from . import turn_claim
@@ -130,12 +131,10 @@ def needs_compression(session: Session) -> bool:
 
 def compression_schedule(*, session_id: str) -> bool:
     """After a turn: queue compression when the next prompt would pass the threshold."""
-    from .tasks import compress_session  # tasks import this module to run the compression
-
     session = Session.objects.filter(pk=session_id).first()
     if session is None or not needs_compression(session):
         return False
-    transaction.on_commit(lambda: compress_session.delay(session_id))
+    transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))
     return True
 
 

@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from hermes_site.exceptions import NotFound
+from core.exceptions import NotFound
 
 from . import services
 from .compression import summary_text

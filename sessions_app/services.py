@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.services import quota_check
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from . import turn_claim
 from .agent.llm.cost import CallUsage

@@ -10,8 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
-from hermes_site.markdown import render_markdown
+from core.exceptions import NotFound, ServiceError
+from core.markdown import render_markdown
 
 from . import services
 from .agent.tools import tool_failed, tool_summary

@@ -10,6 +10,8 @@ class SkillsAppConfig(AppConfig):
     def ready(self) -> None:
         from sessions_app.agent.tools import registry
 
+        from . import personal_data
         from .tools import TOOLS
 
         registry.register(*TOOLS)
+        personal_data.register()

@@ -15,8 +15,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.markdown import render_markdown
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
 
 from . import selectors, services, skillmd
 from .forms import SkillCreateForm, SkillEditForm, SkillFileForm, SkillImportForm

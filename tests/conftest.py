@@ -92,7 +92,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def
     if settings.REDIS_URL:
         yield settings.REDIS_URL
         return
-    from hermes_site.embedded import start_valkey
+    from core.embedded import start_valkey
 
     # Short path: unix socket paths are limited to ~108 bytes.
     directory = Path(tmp_path_factory.mktemp("valkey"))
@@ -190,7 +190,7 @@ def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-unt
 
 class WorkerHandle:
     def __init__(self, *, redis_url: str, queue: str, log: Path) -> None:
-        from hermes_site.settings import _celery_redis_url
+        from hermes_site.settings.deployment import _celery_redis_url
 
         self.broker_url = _celery_redis_url(redis_url)
         self.queue = queue

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from . import llm
 from .tools import ToolContext, parse_arguments, registry

@@ -25,8 +25,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from accounts.services import profile_get
-from hermes_site.exceptions import ServiceError
-from hermes_site.realtime import apublish, session_group
+from core.exceptions import ServiceError
+from core.realtime import apublish, session_group
 from memory.providers import MemoryManager
 
 from .. import selectors, services, turn_claim

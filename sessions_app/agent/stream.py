@@ -12,7 +12,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from hermes_site.realtime import apublish, session_group
+from core.realtime import apublish, session_group
 from memory.fence import StreamingContextScrubber
 
 from .. import services

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
 
