@@ -25,6 +25,7 @@ from django.db.models import Max
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from core.queue import task_send
 from core.realtime import notice_to_user
 from sessions_app.agent import llm
 from sessions_app.agent.offline_loop import OfflineLoopResult, run_offline_loop
@@ -154,15 +155,9 @@ def review_after_turn(*, session_id: str, tool_iterations: int) -> None:
                     state.iterations_since_skill_review = 0
                 if memory_due:
                     state.turns_since_memory_review = 0
-                transaction.on_commit(lambda: _enqueue(run.pk))
+                transaction.on_commit(lambda: task_send("skills_app.review_session", run.pk))
         state.updated_at = timezone.now()
         state.save()
-
-
-def _enqueue(run_id: int) -> None:
-    from ..tasks import review_session
-
-    review_session.delay(run_id)
 
 
 # --- the reviewer's context -------------------------------------------------------------------
