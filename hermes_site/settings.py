@@ -83,6 +83,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "hermes_site.middleware.ContentSecurityPolicyMiddleware",
+    "hermes_site.middleware.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"
