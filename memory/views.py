@@ -1,8 +1,9 @@
 """The Memory page and its audit log. Thin: every change goes through memory.services.
 
 A refused change re-renders the page with the text the person typed and the reason, so
-nothing they wrote is lost (hence the local handlers; a NotFound still passes through to
-ServiceErrorMiddleware's 404); a successful one redirects (post/redirect/get).
+nothing they wrote is lost (hence the local handlers around those services; an entry in
+the URL that is missing or not theirs is ServiceErrorMiddleware's 404 page); a successful
+one redirects (post/redirect/get).
 """
 
 from __future__ import annotations
@@ -162,8 +163,6 @@ def entry_edit(request: HttpRequest, entry_id: int) -> HttpResponse:
         result = services.memory_entry_update(
             user=request.user, entry_id=entry.pk, content=text, provenance=PAGE
         )
-    except NotFound:
-        raise  # ServiceErrorMiddleware: the 404 page
     except ServiceError as exc:
         return _render_page(
             request, status=400, edit=(entry.pk, text, _page_message(exc, entry.target))

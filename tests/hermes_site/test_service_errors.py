@@ -10,8 +10,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponse
-from django.test import Client
+from django.test import AsyncClient, Client
 from django.urls import include, path
 
 from hermes_site.exceptions import NotFound, ServiceError
@@ -123,3 +124,13 @@ def test_api_errors_keep_their_json_shape(owner, outsider):
     response = logged_in(owner).get(f"/api/sessions/{theirs.pk}/")
     assert response.status_code == 404
     assert response.json() == {"error": {"code": "not_found", "message": "No such conversation."}}
+
+
+def test_the_asgi_handler_gives_the_same_404(owner, outsider):
+    # Daphne serves the pages through Django's async handler, which runs process_exception
+    # in a thread: the Http404 raised there must still become the 404 page.
+    theirs = Session.objects.create(owner=outsider, title="Private plans")
+    client = AsyncClient()
+    client.force_login(owner)
+    response = async_to_sync(client.get)(f"/chat/{theirs.pk}/")
+    assert response.status_code == 404 and "text/html" in response["Content-Type"]
