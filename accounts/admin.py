@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hermes_site.admin_base import OwnedModelAdmin
+from privacy.admin_base import OwnedModelAdmin
 
 from .models import ApiToken, LoginThrottle, Membership, Profile
 

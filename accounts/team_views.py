@@ -13,8 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.middleware import errors_back_to
+from core.exceptions import ServiceError
+from core.middleware import errors_back_to
 
 from . import selectors, services
 from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm

@@ -8,8 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from hermes_site.middleware import errors_back_to
-from hermes_site.privacy.views import account_privacy_context
+from core.middleware import errors_back_to
+from privacy.views import account_privacy_context
 
 from . import services
 from .forms import ProfileForm, SignupForm, TokenCreateForm

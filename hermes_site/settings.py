@@ -63,16 +63,18 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "channels",
-    "hermes_site",
+    "core",
     "accounts",
     "sessions_app",
     "memory",
     "skills_app",
+    "privacy",
+    "usage",
 ]
 
 MIDDLEWARE = [
     # First, so every log line of the request (and its response) carries the request id.
-    "hermes_site.logs.RequestIdMiddleware",
+    "core.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -82,8 +84,8 @@ MIDDLEWARE = [
     "accounts.middleware.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "hermes_site.middleware.ContentSecurityPolicyMiddleware",
-    "hermes_site.middleware.ServiceErrorMiddleware",
+    "core.middleware.ContentSecurityPolicyMiddleware",
+    "core.middleware.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"
@@ -99,7 +101,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "hermes_site.context_processors.hermes",
+                "accounts.context_processors.hermes",
             ],
         },
     },
@@ -272,7 +274,7 @@ if HERMES_PUBLIC_URL:
     if _public.hostname not in ALLOWED_HOSTS:
         ALLOWED_HOSTS.append(_public.hostname)
 # Peers whose X-Forwarded-For/-Proto/-Host are believed (the reverse proxy); from anyone
-# else those headers are dropped (hermes_site/proxy.py). Addresses or networks.
+# else those headers are dropped (core/proxy.py). Addresses or networks.
 HERMES_TRUSTED_PROXIES = env.list("HERMES_TRUSTED_PROXIES", default=["127.0.0.1", "::1"])
 for _proxy in HERMES_TRUSTED_PROXIES:
     try:
@@ -317,8 +319,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "hermes_site.api.exception_handler",
-    # REMOTE_ADDR is already the real client (hermes_site/proxy.py); never let a throttle
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
+    # REMOTE_ADDR is already the real client (core/proxy.py); never let a throttle
     # key on the client-controlled X-Forwarded-For.
     "NUM_PROXIES": 0,
 }
@@ -475,17 +477,17 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 
-# --- Logs: stdout, one JSON object per line behind a proxy (see hermes_site/logs.py) ----
+# --- Logs: stdout, one JSON object per line behind a proxy (see core/logs.py) ----
 LOG_FORMAT = env.str("LOG_FORMAT", default="json" if HERMES_BEHIND_PROXY else "plain")
 if LOG_FORMAT not in ("json", "plain"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain (got {LOG_FORMAT!r}).")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "hermes_site.logs.ContextFilter"}},
+    "filters": {"context": {"()": "core.logs.ContextFilter"}},
     "formatters": {
-        "json": {"()": "hermes_site.logs.JsonFormatter"},
-        "plain": {"()": "hermes_site.logs.PlainFormatter"},
+        "json": {"()": "core.logs.JsonFormatter"},
+        "plain": {"()": "core.logs.PlainFormatter"},
     },
     "handlers": {
         "stdout": {

@@ -18,8 +18,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
-from hermes_site.middleware import errors_back_to
+from core.exceptions import NotFound, ServiceError
+from core.middleware import errors_back_to
 
 from . import selectors, services
 from .apis import export_response, read_upload

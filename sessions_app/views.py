@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.markdown import render_markdown
-from hermes_site.middleware import errors_back_to
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
+from core.middleware import errors_back_to
 
 from . import services
 from .agent.tools import tool_failed, tool_summary

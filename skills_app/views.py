@@ -17,9 +17,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.markdown import render_markdown
-from hermes_site.middleware import errors_back_to
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
+from core.middleware import errors_back_to
 
 from . import selectors, services, skillmd
 from .forms import SkillCreateForm, SkillEditForm, SkillFileForm, SkillImportForm

@@ -92,7 +92,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def
     if settings.REDIS_URL:
         yield settings.REDIS_URL
         return
-    from hermes_site.embedded import start_valkey
+    from core.embedded import start_valkey
 
     # Short path: unix socket paths are limited to ~108 bytes.
     directory = Path(tmp_path_factory.mktemp("valkey"))

@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from ..models import Inference
 from ..providers.manager import active_provider_name

@@ -28,6 +28,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.queue import task_send
+
 from ..agent import llm
 from ..lineage import compression_chains
 from ..models import Message, SearchSummary, Session
@@ -105,9 +107,7 @@ def _stale_before() -> datetime:
 
 
 def _dispatch(summary_id: int) -> None:
-    from ..tasks import summarise_search_hit
-
-    summarise_search_hit.delay(summary_id)
+    task_send("sessions_app.summarise_search_hit", summary_id)
 
 
 def summary_start(*, summary: SearchSummary) -> None:
@@ -327,7 +327,7 @@ def _run_pooled(todo: list[int], deadline: float, concurrency: int) -> None:
 def _run_inline(todo: list[int], deadline: float) -> None:
     """Inside a transaction other connections cannot see the new rows, so a worker (or a
     pool thread) could not find them; with inline tasks we summarise here, one at a time."""
-    from hermes_site.celery import app
+    from celery import current_app as app
 
     if not app.conf.task_always_eager:
         # A worker could not see the rows yet: queue them for the cache after commit.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.models import ExportJob
 from memory import services as memory_services
 from memory.models import MemoryEntry
+from privacy.models import ExportJob
 from tests.conftest import PASSWORD, wait_for
 from tests.e2e.conftest import off_loop
 

@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.test import AsyncClient, Client
 from django.urls import include, path
 
-from hermes_site.exceptions import NotFound, ServiceError
-from hermes_site.middleware import errors_back_to
+from core.exceptions import NotFound, ServiceError
+from core.middleware import errors_back_to
 from sessions_app.models import Session
 from skills_app import services as skill_services
 
