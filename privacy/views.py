@@ -1,5 +1,6 @@
 """The privacy actions of the Account page: download my data, import a Hermes home, forget
-all memory, delete my account. Thin: each checks who is asking and calls a service."""
+all memory, delete my account. Thin: each checks who is asking and calls a service; a
+refusal is flashed back on the Account page's section (`errors_back_to`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from core.exceptions import NotFound, ServiceError
+from core.middleware import errors_back_to
 
 from . import erase, jobs
 from .hermes_import import hermes_import_zip
@@ -57,14 +58,9 @@ def export_start(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@errors_back_to("account", anchor="data")
 def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
-    try:
-        download = jobs.export_job_open(user=request.user, job_id=job_id)
-    except NotFound:
-        raise Http404 from None
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return _back("data")
+    download = jobs.export_job_open(user=request.user, job_id=job_id)
     response = FileResponse(
         download.handle,
         as_attachment=True,
@@ -77,16 +73,13 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("account", anchor="import")
 def hermes_import_upload(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("home")
     if upload is None:
         messages.error(request, "Choose a zip of your Hermes home (or of a Hermes Web export).")
         return _back("import")
-    try:
-        report = hermes_import_zip(user=request.user, upload=upload)
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return _back("import")
+    report = hermes_import_zip(user=request.user, upload=upload)
     lines = report.lines()
     shown, rest = lines[:MAX_REPORT_LINES], len(lines) - MAX_REPORT_LINES
     level = messages.SUCCESS if report.ok else messages.WARNING
@@ -122,13 +115,10 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("account", anchor="delete")
 def account_delete(request: HttpRequest) -> HttpResponse:
     user = request.user
     username = user.get_username()
-    try:
-        erase.account_erase(user=user, password=request.POST.get("password", ""))
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return _back("delete")
+    erase.account_erase(user=user, password=request.POST.get("password", ""))
     logout(request)
     return render(request, "accounts/deleted.html", {"username": username})

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "core.middleware.ContentSecurityPolicyMiddleware",
+    "core.middleware.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"
