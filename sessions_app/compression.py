@@ -35,6 +35,8 @@ from accounts.services import profile_get
 from core.queue import task_send
 from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
+from usage.cost import CallUsage
+from usage.services import session_bill
 
 from . import turn_claim
 from .agent import llm
@@ -371,7 +373,12 @@ def session_compress(*, session_id: str) -> str | None:
         )
         provider_context = manager.on_pre_compress(conversation)
         summary, usage = _summarise(plan, provider_context=provider_context)
-        _bill(session.pk, flush_usage, usage)
+        # The flush and summary calls count toward the compressed conversation's usage.
+        model = llm.model_name("summary")
+        session_bill(
+            session_id=session.pk,
+            calls=[CallUsage.of(model, flush_usage), CallUsage.of(model, usage)],
+        )
     except llm.LLMError as exc:
         logger.warning("compression of %s failed: %s", session_id, exc.message)
         _cooldown(session, exc.message)
@@ -411,20 +418,6 @@ def _cooldown(session: Session, error: str) -> None:
         compression_failure_error=error[:300],
     )
     turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
-
-
-def _bill(session_id: str, *usages: llm.Usage) -> None:
-    """The flush and summary calls count toward the compressed session's usage."""
-    model = llm.model_name("summary")
-    calls = [u for u in usages if u.prompt_tokens or u.completion_tokens]
-    Session.objects.filter(pk=session_id).update(
-        api_call_count=F("api_call_count") + len(calls),
-        input_tokens=F("input_tokens") + sum(u.prompt_tokens for u in calls),
-        output_tokens=F("output_tokens") + sum(u.completion_tokens for u in calls),
-        cache_read_tokens=F("cache_read_tokens") + sum(u.cached_tokens for u in calls),
-        estimated_cost_usd=F("estimated_cost_usd")
-        + sum((llm.estimate_cost(model, u) for u in calls), start=0),
-    )
 
 
 def _split(

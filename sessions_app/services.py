@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
+from usage.cost import CallUsage
+from usage.services import session_counters
 
 from . import turn_claim
-from .agent.llm.cost import CallUsage
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 
@@ -227,14 +228,7 @@ def assistant_finish(
                 "cost_usd",
                 "token_count",
             ]
-            counters.update(
-                api_call_count=F("api_call_count") + 1,
-                input_tokens=F("input_tokens") + usage.prompt_tokens,
-                output_tokens=F("output_tokens") + usage.completion_tokens,
-                cache_read_tokens=F("cache_read_tokens") + usage.cached_tokens,
-                reasoning_tokens=F("reasoning_tokens") + usage.reasoning_tokens,
-                estimated_cost_usd=F("estimated_cost_usd") + usage.cost_usd,
-            )
+            counters.update(session_counters([usage]))
         if tool_calls:
             counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
         message.save(update_fields=fields)

@@ -28,6 +28,7 @@ from accounts.services import profile_get
 from core.exceptions import ServiceError
 from core.realtime import apublish, session_group
 from memory.providers import MemoryManager
+from usage.cost import CallUsage
 
 from .. import selectors, services, turn_claim
 from ..compression import compression_schedule
@@ -346,7 +347,7 @@ async def _finish_message(
         message_id=turn.state.message_id,
         content=turn.state.text,
         status="complete",
-        usage=llm.CallUsage.of(result.model or settings.HERMES_MODEL, result.usage),
+        usage=CallUsage.of(result.model or settings.HERMES_MODEL, result.usage),
         finish_reason=result.finish_reason or default_reason,
         tool_calls=[call.to_message() for call in result.tool_calls] or None,
         reasoning=result.reasoning,

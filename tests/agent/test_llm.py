@@ -24,6 +24,7 @@ from sessions_app.agent.llm import (
 )
 from sessions_app.agent.llm import client as llm_client
 from tests.support.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
+from usage.cost import estimate_cost
 
 API_KEY = "sk-test-very-secret-key-0123456789"
 SYSTEM = {"role": "system", "content": "You are Hermes, a helpful assistant. Be concise."}
@@ -437,13 +438,13 @@ def test_estimate_cost(settings: Any) -> None:
     }
     usage = Usage(prompt_tokens=1_000_000, completion_tokens=100_000, cached_tokens=400_000)
     # 600k * 2.5 + 400k * 1.25 + 100k * 10, per million
-    assert llm.estimate_cost("gpt-4o", usage) == Decimal("3.0")
-    assert llm.estimate_cost("gpt-4o-2024-08-06", usage) == Decimal("3.0")
-    assert llm.estimate_cost("openai/gpt-4o", usage) == Decimal("3.0")
+    assert estimate_cost("gpt-4o", usage) == Decimal("3.0")
+    assert estimate_cost("gpt-4o-2024-08-06", usage) == Decimal("3.0")
+    assert estimate_cost("openai/gpt-4o", usage) == Decimal("3.0")
     # No cached price: cached tokens are billed as ordinary input.
-    assert llm.estimate_cost("local", usage) == Decimal("0.14")
-    assert llm.estimate_cost("unknown", usage) == 0
-    assert llm.estimate_cost("gpt-4o", Usage()) == 0
+    assert estimate_cost("local", usage) == Decimal("0.14")
+    assert estimate_cost("unknown", usage) == 0
+    assert estimate_cost("gpt-4o", Usage()) == 0
 
 
 def test_stream_events_are_typed() -> None:

@@ -11,14 +11,12 @@ events, a :class:`Completed` result and a single :class:`LLMError` whose ``code`
     client    build_client, stream_chat, complete
     assembly  SDK responses (streamed fragments, usage fields) into our types
     errors    ErrorCode, LLMError and the mapping from SDK/transport exceptions
-    cost      prices, estimate_cost and CallUsage (self-contained usage accounting)
 """
 
 from __future__ import annotations
 
 from .client import build_client, complete, stream_chat
 from .config import is_configured, model_name
-from .cost import CallUsage, estimate_cost
 from .errors import ErrorCode, LLMError
 from .types import (
     Completed,
@@ -31,7 +29,6 @@ from .types import (
 )
 
 __all__ = [
-    "CallUsage",
     "Completed",
     "ErrorCode",
     "LLMError",
@@ -43,7 +40,6 @@ __all__ = [
     "Usage",
     "build_client",
     "complete",
-    "estimate_cost",
     "is_configured",
     "model_name",
     "stream_chat",

@@ -1,9 +1,6 @@
 """What a model call cost: token prices from ``HERMES_MODEL_PRICES`` and the per-call usage
-record (:class:`CallUsage`) stored on assistant messages and added to session counters.
-
-Self-contained on purpose (it depends only on :class:`~.types.Usage` and settings), so
-usage accounting can live apart from the client that makes the calls.
-"""
+record (:class:`CallUsage`) stored on assistant messages and added to session counters
+(usage.services)."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from typing import Any, Final
 
 from django.conf import settings
 
-from .types import Usage
+from sessions_app.agent.llm.types import Usage
 
 logger = logging.getLogger(__name__)
 
