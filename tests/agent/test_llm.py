@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from devtools.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 from sessions_app.agent import llm
 from sessions_app.agent.llm import (
     Completed,
@@ -22,7 +23,6 @@ from sessions_app.agent.llm import (
     ToolCall,
     Usage,
 )
-from tests.support.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 
 API_KEY = "sk-test-very-secret-key-0123456789"
 SYSTEM = {"role": "system", "content": "You are Hermes, a helpful assistant. Be concise."}

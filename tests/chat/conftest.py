@@ -10,8 +10,8 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
+from devtools.scripted_llm import ScriptedLLM
 from hermes_site.asgi import application
-from tests.support.scripted_llm import ScriptedLLM
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 

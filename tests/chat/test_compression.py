@@ -11,13 +11,13 @@ import threading
 import pytest
 from django.test import Client
 
+from devtools.scripted_llm import Fault
 from memory.models import MemoryEntry
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.compression import next_title_in_lineage, plan_compression, session_compress
 from sessions_app.lineage import compression_chain
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
-from tests.support.scripted_llm import Fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

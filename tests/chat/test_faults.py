@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from sessions_app.models import Message
 from tests.chat.conftest import events_until, settle
-from tests.support.scripted_llm import Fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -348,7 +348,7 @@ def running_stack(
         stack.start(
             "model",
             [
-                sys.executable, "-m", "tests.support.scripted_llm", "--port", str(model_port),
+                sys.executable, "-m", "devtools.scripted_llm", "--port", str(model_port),
                 "--reply", model_reply, "--latency", str(model_latency),
                 "--chunk-delay", str(model_chunk_delay),
             ],

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.scripted_llm import ScriptedLLM
 from tests.conftest import ROOT, free_port, subprocess_env, wait_for
-from tests.support.scripted_llm import ScriptedLLM
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "var" / "screenshots"

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from devtools.scripted_llm import ScriptedLLM
 from memory.inferences.extraction import SYSTEM_PROMPT
 from memory.inferences.guard import statement_digest
 from memory.models import Inference
 from sessions_app.models import Message, Session
 from tests.chat.conftest import Sockets
 from tests.conftest import ROOT, RUN_ID, WorkerHandle, subprocess_env, wait_for
-from tests.support.scripted_llm import ScriptedLLM
 
 _LINE = re.compile(r"^\[(\d+)\] (USER|ASSISTANT): ", re.MULTILINE)
 

@@ -8,11 +8,11 @@ from decimal import Decimal
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from memory.inferences import services
 from memory.inferences.extraction import extract_session, parse_candidates
 from memory.models import Inference, InferenceState, InferenceTombstone
 from sessions_app.models import Message
-from tests.support.scripted_llm import Fault
 
 from .conftest import conversation, extraction_requests, make_inference, window_ids
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from devtools.scripted_llm import ScriptedLLM
 from sessions_app.models import Message, Session
 from sessions_app.search import summarise
-from tests.support.scripted_llm import ScriptedLLM
 
 API_KEY = "sk-search-test-key-0123456789"
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

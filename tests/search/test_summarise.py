@@ -12,13 +12,13 @@ import time
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from hermes_site.celery import app as celery_app
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search import summarise
 from sessions_app.search.service import search_conversations, search_summaries_wait
 from tests.conftest import wait_for
-from tests.support.scripted_llm import Fault
 
 from .conftest import compress, make_chat, summary_requests
 

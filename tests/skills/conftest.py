@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from devtools.scripted_llm import ScriptedLLM
 from sessions_app.models import Message, Session
 from tests.conftest import RUN_ID, WorkerHandle, running_worker
-from tests.support.scripted_llm import ScriptedLLM
 
 
 def skill_md(

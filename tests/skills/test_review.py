@@ -11,12 +11,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from accounts.models import Profile
+from devtools.scripted_llm import Fault
 from hermes_site.realtime import user_group
 from sessions_app.models import Message
 from skills_app.models import ReviewRun, SessionSkillState, Skill
 from skills_app.services import review
 from skills_app.services.review import review_after_turn, review_messages, review_run_execute
-from tests.support.scripted_llm import Fault
 
 from .conftest import make_conversation, skill_md
 

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--chunk-delay", type=float, default=0.02)
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
-        from tests.support.scripted_llm import main
+        from devtools.scripted_llm import main
 
         main(
             [
