@@ -6,7 +6,6 @@ import asyncio
 import json
 import pickle
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -30,24 +29,10 @@ USER = {"role": "user", "content": "What is the capital of France?"}
 FAST_RETRY = 0.05  # Retry-After seconds; keeps SDK retries out of the test's runtime
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as scripted:
-        yield scripted
-
-
 @pytest.fixture
-def scripted(server: ScriptedLLM, settings: Any) -> ScriptedLLM:
-    server.reset()
-    settings.OPENAI_BASE_URL = server.base_url
-    settings.OPENAI_API_KEY = API_KEY
-    settings.HERMES_MODEL = "scripted"
-    settings.HERMES_SUMMARY_MODEL = ""
-    settings.HERMES_LLM_CONNECT_TIMEOUT = 2.0
-    settings.HERMES_LLM_READ_TIMEOUT = 5.0
-    settings.HERMES_LLM_MAX_RETRIES = 2
-    settings.HERMES_MODEL_PRICES = {}
-    return server
+def scripted_settings() -> dict[str, Any]:
+    # A key worth leaking (the tests check it never is); the SDK's retries are under test.
+    return {"OPENAI_API_KEY": API_KEY, "HERMES_LLM_MAX_RETRIES": 2, "HERMES_MODEL_PRICES": {}}
 
 
 async def _collect(**kwargs: Any) -> tuple[list[StreamEvent], LLMError | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chat.conftest import llm_server, scripted, sockets  # noqa: F401
+from tests.chat.conftest import scripted_settings, sockets  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -29,9 +29,11 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture
-def llm_for_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
+def llm_for_server(llm_server: ScriptedLLM) -> ScriptedLLM:
+    """The shared scripted model, reset; the server subprocess reaches it over HTTP."""
+    llm_server.reset()
+    llm_server.chunk_delay = 0.0
+    return llm_server
 
 
 @pytest.fixture

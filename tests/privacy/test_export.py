@@ -245,6 +245,7 @@ def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:  # type: ignore[
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_builds_the_archive_with_progress(owner, worker_export_dir, celery_worker):
     seed(owner, "olv")

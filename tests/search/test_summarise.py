@@ -236,14 +236,15 @@ def test_waiting_is_bounded_by_the_timeout_argument(owner, scripted):
 
 
 @pytest.mark.slow
-def test_summary_task_runs_in_a_real_worker(owner, summary_worker, llm_server):
+@pytest.mark.django_db(transaction=True)
+def test_summary_task_runs_in_a_real_worker(owner, scripted_worker, llm_server):
     (chat,) = deploy_chats(owner)
     llm_server.add_rule("Search topic:", reply="Worker-made summary.")
     last = Message.objects.filter(session=chat).latest("id").id
     row = summarise.summary_request(
         owner=owner, query="deploy", root_id=chat.id, last_message_id=last
     )
-    summary_worker.send("sessions_app.summarise_search_hit", row.id)
+    scripted_worker.send("sessions_app.summarise_search_hit", row.id)
     wait_for(
         lambda: SearchSummary.objects.get(id=row.id).status == "done",
         timeout=60,
@@ -255,14 +256,15 @@ def test_summary_task_runs_in_a_real_worker(owner, summary_worker, llm_server):
     (request,) = summary_requests(llm_server)
     assert request["temperature"] == 0.1
     # Running it again is harmless: the row is already done, no second model call.
-    summary_worker.send("sessions_app.summarise_search_hit", row.id)
+    scripted_worker.send("sessions_app.summarise_search_hit", row.id)
     time.sleep(1)
     assert len(summary_requests(llm_server)) == 1
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
 def test_the_tool_waits_for_summaries_written_by_the_worker(
-    owner, summary_worker, llm_server, settings, monkeypatch
+    owner, scripted_worker, llm_server, settings, monkeypatch
 ):
     """Not inline: the tool dispatches to the real worker and watches the cache rows."""
     settings.OPENAI_BASE_URL = llm_server.base_url
@@ -273,7 +275,7 @@ def test_the_tool_waits_for_summaries_written_by_the_worker(
     monkeypatch.setattr(
         summarise,
         "_dispatch",
-        lambda summary_id: summary_worker.send("sessions_app.summarise_search_hit", summary_id),
+        lambda summary_id: scripted_worker.send("sessions_app.summarise_search_hit", summary_id),
     )
     celery_app.conf.task_always_eager = False
     try:

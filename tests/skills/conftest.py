@@ -1,17 +1,14 @@
-"""Fixtures for the skills tests: SKILL.md texts, conversations, the scripted model, and a
-real Celery worker that talks to that model."""
+"""Fixtures for the skills tests: SKILL.md texts, conversations, and the scripted model's
+settings (the model and worker fixtures are shared, in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from devtools.scripted_llm import ScriptedLLM
 from sessions_app.models import Message, Session
-from tests.conftest import RUN_ID, WorkerHandle, running_worker
 
 
 def skill_md(
@@ -66,40 +63,6 @@ def make_conversation(owner, *, turns: int = 1, title: str = "Storage work") -> 
     return session
 
 
-@pytest.fixture(scope="module")
-def llm_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
 @pytest.fixture
-def scripted(llm_server: ScriptedLLM, settings: Any) -> ScriptedLLM:
-    """The scripted model, reset, with this process's settings pointing at it."""
-    llm_server.reset()
-    settings.OPENAI_BASE_URL = llm_server.base_url
-    settings.OPENAI_API_KEY = "x"
-    settings.HERMES_MODEL = "scripted"
-    settings.HERMES_SUMMARY_MODEL = ""
-    settings.HERMES_LLM_MAX_RETRIES = 0
-    settings.HERMES_LLM_READ_TIMEOUT = 10.0
-    return llm_server
-
-
-@pytest.fixture(scope="module")
-def review_worker(
-    llm_server: ScriptedLLM, redis_url: str, django_db_setup, tmp_path_factory
-) -> Iterator[WorkerHandle]:  # type: ignore[no-untyped-def]
-    """A real `celery worker` process on the test database and a real broker, whose model
-    is the module's scripted server. Module-scoped: one start for all review tests."""
-    log = tmp_path_factory.mktemp("review-worker") / "worker.log"
-    with running_worker(
-        redis_url,
-        log,
-        queue=f"{RUN_ID}-skills",
-        OPENAI_BASE_URL=llm_server.base_url,
-        OPENAI_API_KEY="x",
-        HERMES_MODEL="scripted",
-        HERMES_SUMMARY_MODEL="",
-        HERMES_LLM_MAX_RETRIES="0",
-    ) as handle:
-        yield handle
+def scripted_settings() -> dict[str, Any]:
+    return {"OPENAI_API_KEY": "x", "HERMES_LLM_READ_TIMEOUT": 10.0}
