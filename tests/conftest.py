@@ -25,17 +25,16 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
 from devtools.scripted_llm import ScriptedLLM
 from hermes_site.celery import app as celery_app
+from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 # Fixtures that start a process; a test using one must be marked `slow`.
 PROCESS_FIXTURES = frozenset(
     {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack"}
 )
-PASSWORD = "correct horse battery staple"
 # Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
 # machine's Redis never see each other's messages.
 RUN_ID = f"test{os.getpid()}"
@@ -63,34 +62,27 @@ def _tasks_run_inline() -> Iterator[None]:
     celery_app.conf.task_always_eager = previous
 
 
-def make_user(username: str, *, staff: bool = False, superuser: bool = False):  # type: ignore[no-untyped-def]
-    User = get_user_model()
-    if superuser:
-        return User.objects.create_superuser(username=username, password=PASSWORD, email="")
-    return User.objects.create_user(username=username, password=PASSWORD, is_staff=staff)
-
-
 @pytest.fixture
 def owner(db):  # type: ignore[no-untyped-def]
     """The person whose data a test is about."""
-    return make_user("olivia")
+    return UserFactory(username="olivia")
 
 
 @pytest.fixture
 def outsider(db):  # type: ignore[no-untyped-def]
     """Another member of the team who must never see the owner's data."""
-    return make_user("oscar")
+    return UserFactory(username="oscar")
 
 
 @pytest.fixture
 def staff_member(db):  # type: ignore[no-untyped-def]
     """A staff user (admin access) who is not a superuser."""
-    return make_user("stella", staff=True)
+    return UserFactory(username="stella", staff=True)
 
 
 @pytest.fixture
 def superuser(db):  # type: ignore[no-untyped-def]
-    return make_user("root", superuser=True)
+    return UserFactory(username="root", superuser=True)
 
 
 # --- the scripted model -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import ApiToken
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

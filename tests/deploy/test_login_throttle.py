@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import LoginThrottle
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PASSWORD, ROOT, free_port, wait_for
+from tests.conftest import ROOT, free_port, wait_for
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -13,10 +12,9 @@ from django.test import Client
 
 from devtools.scripted_llm import ScriptedLLM
 from memory.inferences.extraction import SYSTEM_PROMPT
-from memory.inferences.guard import statement_digest
 from memory.models import Inference
-from sessions_app.models import Message, Session
 from tests.chat.conftest import CHAT_TURN_SETTINGS, sockets  # noqa: F401
+from tests.factories import InferenceFactory, conversation_with
 
 _LINE = re.compile(r"^\[(\d+)\] (USER|ASSISTANT): ", re.MULTILINE)
 
@@ -27,22 +25,12 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
     return client
 
 
-def conversation(owner, *texts: str, temporary: bool = False, title: str | None = None) -> Session:  # type: ignore[no-untyped-def]
-    """A session with alternating user/assistant messages (`texts` are the user's)."""
-    session = Session.objects.create(owner=owner, title=title, temporary=temporary)
-    for i, text in enumerate(texts):
-        Message.objects.create(session=session, role="user", content=text)
-        Message.objects.create(
-            session=session, role="assistant", status="complete", content=f"Answer {i}."
-        )
-    return session
+# A session with alternating user/assistant messages (the texts are the user's).
+conversation = conversation_with
 
 
-def make_inference(owner, statement: str, **fields: Any) -> Inference:  # type: ignore[no-untyped-def]
-    fields.setdefault("confidence", Decimal("0.800"))
-    return Inference.objects.create(
-        owner=owner, statement=statement, statement_hash=statement_digest(statement), **fields
-    )
+def make_inference(owner: Any, statement: str, **fields: Any) -> Inference:
+    return InferenceFactory(owner=owner, statement=statement, **fields)
 
 
 def is_extraction(body: dict[str, Any]) -> bool:

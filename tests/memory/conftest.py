@@ -3,20 +3,23 @@ API client logged in as them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import profile_get
 from sessions_app.agent.tools import ToolContext
 from sessions_app.models import Message, Session
+from tests.factories import MessageFactory, SessionFactory
 
 
-def chat_of(user, title: str = "Planning the trip") -> Session:  # type: ignore[no-untyped-def]
-    return Session.objects.create(owner=user, title=title)
+def chat_of(user: Any, title: str = "Planning the trip") -> Session:
+    return SessionFactory(owner=user, title=title)
 
 
 def message_in(session: Session, text: str = "Remember that I like trains") -> Message:
-    return Message.objects.create(session=session, role="user", content=text)
+    return MessageFactory(session=session, content=text)
 
 
 def tool_ctx(

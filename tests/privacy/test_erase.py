@@ -25,7 +25,7 @@ from hermes_site.privacy.erase import account_erase, channel_groups_purge
 from hermes_site.realtime import notice_to_user, publish, session_group, user_group
 from memory.models import MemoryEntry
 from sessions_app.models import Session, SystemPrompt
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 from tests.privacy.conftest import login, seed
 
 pytestmark = pytest.mark.django_db

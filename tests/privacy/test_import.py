@@ -19,7 +19,7 @@ from hermes_site.privacy.hermes_import import hermes_import, hermes_import_zip
 from memory.models import MemoryEntry, MemoryEvent
 from sessions_app.models import Message, Session
 from skills_app.models import Skill, SkillRevision
-from tests.conftest import make_user
+from tests.factories import UserFactory
 from tests.privacy.conftest import login, seed
 
 pytestmark = pytest.mark.django_db
@@ -289,7 +289,7 @@ def test_export_then_import_into_a_fresh_account_gives_equal_data(owner, export_
     export_dir.mkdir()
     archive = export_dir / "olivia.zip"
     build_export(user=owner, target=archive)
-    fresh = make_user("fiona")
+    fresh = UserFactory(username="fiona")
     with archive.open("rb") as upload:
         report = hermes_import_zip(user=fresh, upload=upload)
     assert report.errors == [] and report.blocked == []

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from devtools.scripted_llm import ScriptedLLM
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
+from tests.factories import MessageFactory, SessionFactory
 
 API_KEY = "sk-search-test-key-0123456789"
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -31,7 +32,7 @@ def make_chat(
     end_reason: str = "",
 ) -> Session:
     """A conversation with `messages` [(role, content[, extra fields])], one minute apart."""
-    session = Session.objects.create(
+    session = SessionFactory(
         owner=owner,
         title=title,
         parent=parent,
@@ -46,9 +47,7 @@ def make_chat(
         if role == "tool":
             extra.setdefault("tool_call_id", f"call_{i}")
             extra.setdefault("tool_name", "terminal")
-        if role == "assistant":
-            extra.setdefault("status", "complete")
-        Message.objects.create(
+        MessageFactory(
             session=session, role=role, content=content, timestamp=at(start + i), **extra
         )
     return session

@@ -12,8 +12,8 @@ from django.db import connection
 
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search.summarise import query_hash
-from tests.conftest import PASSWORD
 from tests.e2e.conftest import browser, live_server_url, llm_for_server  # noqa: F401
+from tests.factories import PASSWORD
 
 from .conftest import make_chat
 

@@ -8,16 +8,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from sessions_app.models import Message, Session
-
-
-def skill_md(
-    name: str,
-    description: str = "How to do the thing, step by step.",
-    body: str = "# Steps\n\n1. Check the state.\n2. Do the thing.\n3. Verify it worked.",
-    extra: str = "",
-) -> str:
-    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n\n{body}\n"
+from sessions_app.models import Session
+from tests.factories import MessageFactory, SessionFactory, skill_md  # noqa: F401 (skill_md is shared)
 
 
 def login(user) -> Client:  # type: ignore[no-untyped-def]
@@ -28,17 +20,14 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 def make_conversation(owner, *, turns: int = 1, title: str = "Storage work") -> Session:  # type: ignore[no-untyped-def]
     """A session whose turns each used a tool, as the chat turn loop persists them."""
-    session = Session.objects.create(owner=owner, title=title)
+    session = SessionFactory(owner=owner, title=title)
     for i in range(turns):
-        Message.objects.create(
-            session=session, role="user", content=f"Turn {i}: why is my PVC stuck in Pending?"
-        )
+        MessageFactory(session=session, content=f"Turn {i}: why is my PVC stuck in Pending?")
         call_id = f"call_{session.pk}_{i}"
-        Message.objects.create(
+        MessageFactory(
             session=session,
             role="assistant",
             content="",
-            status="complete",
             tool_calls=[
                 {
                     "id": call_id,
@@ -47,17 +36,16 @@ def make_conversation(owner, *, turns: int = 1, title: str = "Storage work") -> 
                 }
             ],
         )
-        Message.objects.create(
+        MessageFactory(
             session=session,
             role="tool",
             tool_call_id=call_id,
             tool_name="session_search",
             content='{"results": []}',
         )
-        Message.objects.create(
+        MessageFactory(
             session=session,
             role="assistant",
-            status="complete",
             content="The StorageClass had no provisioner; setting one fixed it.",
         )
     return session
