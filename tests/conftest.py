@@ -40,7 +40,7 @@ PROCESS_FIXTURES = frozenset(
 RUN_ID = f"test{os.getpid()}"
 
 
-def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+def pytest_collection_modifyitems(config, items):
     """`make test-fast` runs `-m "not slow"`: a test that starts a process without the
     marker would slip into it, so collection stops on one."""
     unmarked = [
@@ -63,25 +63,25 @@ def _tasks_run_inline() -> Iterator[None]:
 
 
 @pytest.fixture
-def owner(db):  # type: ignore[no-untyped-def]
+def owner(db):
     """The person whose data a test is about."""
     return UserFactory(username="olivia")
 
 
 @pytest.fixture
-def outsider(db):  # type: ignore[no-untyped-def]
+def outsider(db):
     """Another member of the team who must never see the owner's data."""
     return UserFactory(username="oscar")
 
 
 @pytest.fixture
-def staff_member(db):  # type: ignore[no-untyped-def]
+def staff_member(db):
     """A staff user (admin access) who is not a superuser."""
     return UserFactory(username="stella", staff=True)
 
 
 @pytest.fixture
-def superuser(db):  # type: ignore[no-untyped-def]
+def superuser(db):
     return UserFactory(username="root", superuser=True)
 
 
@@ -134,7 +134,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = predicate()
@@ -145,7 +145,7 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "c
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def redis_url(tmp_path_factory) -> Iterator[str]:
     """The machine's Redis when REDIS_URL is set (CI's second run), else an embedded Valkey."""
     if settings.REDIS_URL:
         yield settings.REDIS_URL
@@ -162,7 +162,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def
 
 
 @pytest.fixture
-def redis_channel_layer(redis_url, settings):  # type: ignore[no-untyped-def]
+def redis_channel_layer(redis_url, settings):
     """Route the channel layer through real Redis/Valkey for this test."""
     settings.CHANNEL_LAYERS = {
         "default": {
@@ -200,7 +200,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):  # type: ignore[no-untyped-def]
+def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):
     """A real `celery worker` process (solo pool) on the test database and `redis_url` as
     broker, consuming `queue`; extra environment (e.g. the scripted model's address) in
     `env`. Yields a WorkerHandle; the process and its group are stopped on exit."""
@@ -240,7 +240,7 @@ def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str
 
 
 @pytest.fixture
-def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-untyped-def]
+def celery_worker(redis_url, transactional_db, tmp_path):
     """A real worker for one test; send tasks with `celery_worker.send(name, *args)`. Its
     environment is this process's when it starts (monkeypatch.setenv before requesting it)."""
     with running_worker(redis_url, tmp_path / "worker.log") as handle:
@@ -286,7 +286,7 @@ class WorkerHandle:
         self.queue = queue
         self.log = log
 
-    def send(self, task_name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def send(self, task_name: str, *args, **kwargs):
         """Publish a task to the worker through the real broker (never inline)."""
         with celery_app.connection_for_write(self.broker_url) as conn, warnings.catch_warnings():
             # send_task always publishes; the eager-mode warning does not apply here.

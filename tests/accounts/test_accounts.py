@@ -12,7 +12,7 @@ from tests.factories import PASSWORD
 pytestmark = pytest.mark.django_db
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client

@@ -78,7 +78,7 @@ def test_configuration_helpers(scripted: ScriptedLLM, settings: Any) -> None:
     settings.HERMES_SUMMARY_MODEL = "scripted-small"
     assert llm.model_name("summary") == "scripted-small"
     with pytest.raises(ValueError):
-        llm.model_name("other")  # type: ignore[arg-type]
+        llm.model_name("other")
 
     settings.HERMES_MODEL = ""
     assert not llm.is_configured()
@@ -227,7 +227,7 @@ def test_early_close_releases_the_stream(scripted: ScriptedLLM) -> None:
                 texts.append(event.text)
             if len(texts) == 2:
                 break
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         return texts
 
     try:

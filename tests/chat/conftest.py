@@ -55,7 +55,7 @@ class Sockets:
 
 
 @pytest.fixture
-def sockets(transactional_db) -> Sockets:  # type: ignore[no-untyped-def]
+def sockets(transactional_db) -> Sockets:
     return Sockets()
 
 

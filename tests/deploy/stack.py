@@ -192,7 +192,7 @@ def _suppress_lookup() -> Iterator[None]:
         pass
 
 
-def _wait(predicate, *, timeout: float, what: str, procs: list[Proc]) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate, *, timeout: float, what: str, procs: list[Proc]) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -403,7 +403,7 @@ def running_stack(
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
         leftovers = stack.stop()
-        stack.leftovers = leftovers  # type: ignore[attr-defined]
+        stack.leftovers = leftovers
         _redis_forget(run)
         if own_database:
             try:

@@ -18,14 +18,14 @@ pytestmark = pytest.mark.django_db
 NEW_PASSWORD = "a fresh long passphrase 42"
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def team_admin(db):  # type: ignore[no-untyped-def]
+def team_admin(db):
     """Someone with the admin role who is not a superuser (and not staff)."""
     user = UserFactory(username="ada")
     Membership.objects.create(user=user, role="admin")

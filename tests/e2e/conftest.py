@@ -37,7 +37,7 @@ def llm_for_server(llm_server: ScriptedLLM) -> ScriptedLLM:
 
 
 @pytest.fixture
-def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     port = free_port()

@@ -20,7 +20,7 @@ PROBE = (
 OUR_VARS = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "HERMES_VAR_DIR")
 
 
-def run_settings(tmp_path, **env_overrides):  # type: ignore[no-untyped-def]
+def run_settings(tmp_path, **env_overrides):
     env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
     env.update(
         {"HERMES_VAR_DIR": str(tmp_path / "var"), "DJANGO_SETTINGS_MODULE": "hermes_site.settings"}

@@ -19,7 +19,7 @@ from tests.factories import InferenceFactory, conversation_with
 _LINE = re.compile(r"^\[(\d+)\] (USER|ASSISTANT): ", re.MULTILINE)
 
 
-def login(user) -> Client:  # type: ignore[no-untyped-def]
+def login(user) -> Client:
     client = Client()
     client.force_login(user)
     return client

@@ -19,7 +19,7 @@ from .conftest import conversation, extraction_requests, make_inference, window_
 pytestmark = pytest.mark.django_db
 
 
-def extract(session):  # type: ignore[no-untyped-def]
+def extract(session):
     return extract_session(user_id=session.owner_id, session_id=session.pk)
 
 

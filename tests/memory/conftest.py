@@ -24,7 +24,7 @@ def message_in(session: Session, text: str = "Remember that I like trains") -> M
 
 def tool_ctx(
     user, *, session: Session | None = None, message: Message | None = None, origin="tool"
-):  # type: ignore[no-untyped-def]
+):
     return ToolContext(
         user=user,
         session_id=session.pk if session else None,
@@ -33,19 +33,19 @@ def tool_ctx(
     )
 
 
-def set_profile(user, **fields) -> None:  # type: ignore[no-untyped-def]
+def set_profile(user, **fields) -> None:
     profile = profile_get(user=user)
     for name, value in fields.items():
         setattr(profile, name, value)
     profile.save()
 
 
-def api_as(user) -> APIClient:  # type: ignore[no-untyped-def]
+def api_as(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
     return client
 
 
 @pytest.fixture
-def chat(owner) -> Session:  # type: ignore[no-untyped-def]
+def chat(owner) -> Session:
     return chat_of(owner)

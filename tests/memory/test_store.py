@@ -13,11 +13,11 @@ from tests.memory.conftest import chat_of, message_in, set_profile
 pytestmark = pytest.mark.django_db
 
 
-def contents(user, target: str = "memory") -> list[str]:  # type: ignore[no-untyped-def]
+def contents(user, target: str = "memory") -> list[str]:
     return selectors.memory_contents(user=user, target=target)
 
 
-def refused(call, **kwargs) -> ServiceError:  # type: ignore[no-untyped-def]
+def refused(call, **kwargs) -> ServiceError:
     with pytest.raises(ServiceError) as info:
         call(**kwargs)
     return info.value

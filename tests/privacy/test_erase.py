@@ -125,7 +125,7 @@ def test_erasure_closes_the_persons_open_sockets(owner):
     client.force_login(owner)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         socket = WebsocketCommunicator(
             application,
             "/ws/chat/",

@@ -47,7 +47,7 @@ def params(pattern: URLPattern) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def world(django_db_setup, django_db_blocker):
     """Committed once for the module: a member (pia), a staff member (stan), a superuser
     (ruth) and the victim (quinn), whose every row carries a marker."""
     with django_db_blocker.unblock():
@@ -58,7 +58,7 @@ def world(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
         seed(pia, "pia")
         seed(stan, "stan")
         victim = seed(quinn, "qnn")
-        victim.summary_id = quinn.search_summaries.get().pk  # type: ignore[attr-defined]
+        victim.summary_id = quinn.search_summaries.get().pk
         yield {"pia": pia, "stan": stan, "ruth": ruth, "victim": victim}
         hashes = list(
             SystemPrompt.objects.filter(sessions__owner__in=[pia, stan, ruth, quinn]).values_list(

@@ -43,7 +43,7 @@ def make_chat(
     )
     for i, item in enumerate(messages):
         role, content = item[0], item[1]
-        extra: dict[str, Any] = dict(item[2]) if len(item) > 2 else {}  # type: ignore[misc]
+        extra: dict[str, Any] = dict(item[2]) if len(item) > 2 else {}
         if role == "tool":
             extra.setdefault("tool_call_id", f"call_{i}")
             extra.setdefault("tool_name", "terminal")

@@ -38,7 +38,7 @@ def off_loop(fn: Callable[[], Any]) -> Any:
 
 
 @pytest.fixture
-def server_url(transactional_db, monkeypatch, request):  # type: ignore[no-untyped-def]
+def server_url(transactional_db, monkeypatch, request):
     # Without REDIS_URL the server runs tasks inline, so no worker is needed here.
     monkeypatch.delenv("REDIS_URL", raising=False)
     return request.getfixturevalue("live_server_url")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def owner_client(owner):  # type: ignore[no-untyped-def]
+def owner_client(owner):
     client = Client()
     client.force_login(owner)
     return client

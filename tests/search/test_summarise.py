@@ -23,12 +23,12 @@ from tests.conftest import wait_for
 from .conftest import compress, make_chat, summary_requests
 
 
-def run_tool(user, args, session_id=None):  # type: ignore[no-untyped-def]
+def run_tool(user, args, session_id=None):
     ctx = ToolContext(user=user, session_id=session_id)
     return registry.dispatch(ctx, "session_search", args, allowed={"session_search"})
 
 
-def deploy_chats(owner, n=1):  # type: ignore[no-untyped-def]
+def deploy_chats(owner, n=1):
     return [
         make_chat(
             owner,
@@ -170,7 +170,7 @@ def test_concurrency_is_bounded(owner, scripted, settings):
     lock = threading.Lock()
     state = {"now": 0, "max": 0}
 
-    def reply(body):  # type: ignore[no-untyped-def]
+    def reply(body):
         with lock:
             state["now"] += 1
             state["max"] = max(state["max"], state["now"])

@@ -12,13 +12,13 @@ from sessions_app.models import Session
 from tests.factories import MessageFactory, SessionFactory, skill_md  # noqa: F401 (skill_md is shared)
 
 
-def login(user) -> Client:  # type: ignore[no-untyped-def]
+def login(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
-def make_conversation(owner, *, turns: int = 1, title: str = "Storage work") -> Session:  # type: ignore[no-untyped-def]
+def make_conversation(owner, *, turns: int = 1, title: str = "Storage work") -> Session:
     """A session whose turns each used a tool, as the chat turn loop persists them."""
     session = SessionFactory(owner=owner, title=title)
     for i in range(turns):

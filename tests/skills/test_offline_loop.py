@@ -37,7 +37,7 @@ def probe_tool() -> Iterator[str]:
     registry._tools.pop("test_probe", None)
 
 
-def run(**kwargs):  # type: ignore[no-untyped-def]
+def run(**kwargs):
     return async_to_sync(run_offline_loop)(**kwargs)
 
 

@@ -27,13 +27,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 
-def cookie(user) -> tuple[bytes, bytes]:  # type: ignore[no-untyped-def]
+def cookie(user) -> tuple[bytes, bytes]:
     client = Client()
     client.force_login(user)
     return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
 
 
-def queue_run(session) -> ReviewRun:  # type: ignore[no-untyped-def]
+def queue_run(session) -> ReviewRun:
     last = Message.objects.filter(session=session).latest("id").id
     return ReviewRun.objects.create(session=session, last_message_id=last, kind="skill")
 
@@ -46,12 +46,12 @@ def finished(run: ReviewRun) -> ReviewRun:
     )
 
 
-def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):  # type: ignore[no-untyped-def]
+def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):
     """Send the review to the worker while the user has the app open; return what the
     socket received (the notice, or None when nothing arrived)."""
     headers = [ORIGIN, cookie(user)]
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         socket = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
         connected, _ = await socket.connect(timeout=15)
         assert connected
