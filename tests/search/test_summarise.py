@@ -237,9 +237,9 @@ def test_waiting_is_bounded_by_the_timeout_argument(owner, scripted):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_summary_task_runs_in_a_real_worker(owner, scripted_worker, llm_server):
+def test_summary_task_runs_in_a_real_worker(owner, scripted_worker, scripted):
     (chat,) = deploy_chats(owner)
-    llm_server.add_rule("Search topic:", reply="Worker-made summary.")
+    scripted.add_rule("Search topic:", reply="Worker-made summary.")
     last = Message.objects.filter(session=chat).latest("id").id
     row = summarise.summary_request(
         owner=owner, query="deploy", root_id=chat.id, last_message_id=last
@@ -253,25 +253,25 @@ def test_summary_task_runs_in_a_real_worker(owner, scripted_worker, llm_server):
     row.refresh_from_db()
     assert row.summary == "Worker-made summary."
     assert row.attempts == 1
-    (request,) = summary_requests(llm_server)
+    (request,) = summary_requests(scripted)
     assert request["temperature"] == 0.1
     # Running it again is harmless: the row is already done, no second model call.
     scripted_worker.send("sessions_app.summarise_search_hit", row.id)
     time.sleep(1)
-    assert len(summary_requests(llm_server)) == 1
+    assert len(summary_requests(scripted)) == 1
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_tool_waits_for_summaries_written_by_the_worker(
-    owner, scripted_worker, llm_server, settings, monkeypatch
+    owner, scripted_worker, scripted, settings, monkeypatch
 ):
     """Not inline: the tool dispatches to the real worker and watches the cache rows."""
-    settings.OPENAI_BASE_URL = llm_server.base_url
+    settings.OPENAI_BASE_URL = scripted.base_url
     settings.OPENAI_API_KEY = "x"
     settings.HERMES_MODEL = "scripted"
     deploy_chats(owner, 2)
-    llm_server.add_rule("Search topic:", reply="from the worker")
+    scripted.add_rule("Search topic:", reply="from the worker")
     monkeypatch.setattr(
         summarise,
         "_dispatch",
