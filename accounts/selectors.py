@@ -1,4 +1,5 @@
-"""Reads about accounts: team roles, effective quotas and usage per day."""
+"""Reads about accounts: team roles and effective quotas (usage figures come from the usage
+app)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from sessions_app.models import Message
+from usage.selectors import Usage, usage_per_person
 
 from .models import Membership
 
@@ -56,24 +56,6 @@ def quota_for(*, user: AbstractBaseUser) -> Quota:
 
 
 @dataclass(frozen=True)
-class Usage:
-    messages: int = 0
-    tokens: int = 0
-
-
-_TOKENS = F("prompt_tokens") + F("completion_tokens")
-
-
-def usage_since(*, user: AbstractBaseUser, since: datetime) -> Usage:
-    """Messages the user sent and tokens their answers used (prompt + completion)."""
-    row = Message.objects.filter(session__owner=user, timestamp__gte=since).aggregate(
-        messages=Count("id", filter=Q(role=Message.Role.USER)),
-        tokens=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT)),
-    )
-    return Usage(messages=row["messages"] or 0, tokens=row["tokens"] or 0)
-
-
-@dataclass(frozen=True)
 class MemberRow:
     user: Any
     role: str
@@ -91,21 +73,9 @@ def team_members(*, user_id: int | None = None, now: datetime | None = None) -> 
     today, _ = day_bounds(now)
     month = today - timedelta(days=29)
     users = get_user_model().objects.select_related("membership").order_by("-is_active", "username")
-    messages = Message.objects.filter(timestamp__gte=month)
     if user_id is not None:
         users = users.filter(pk=user_id)
-        messages = messages.filter(session__owner_id=user_id)
-    usage = {
-        row["session__owner_id"]: row
-        for row in messages.values("session__owner_id")
-        .annotate(
-            messages_today=Count("id", filter=Q(role=Message.Role.USER, timestamp__gte=today)),
-            tokens_today=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT, timestamp__gte=today)),
-            messages_month=Count("id", filter=Q(role=Message.Role.USER)),
-            tokens_month=Sum(_TOKENS, filter=Q(role=Message.Role.ASSISTANT)),
-        )
-        .order_by()
-    }
+    usage = usage_per_person(today=today, month=month, user_id=user_id)
     rows = []
     for user in list(users):
         membership = getattr(user, "membership", None)
@@ -128,8 +98,8 @@ def team_members(*, user_id: int | None = None, now: datetime | None = None) -> 
                 ),
                 custom_messages=custom_messages,
                 custom_tokens=custom_tokens,
-                today=Usage(u.get("messages_today") or 0, u.get("tokens_today") or 0),
-                last_30_days=Usage(u.get("messages_month") or 0, u.get("tokens_month") or 0),
+                today=u.get("today", Usage()),
+                last_30_days=u.get("month", Usage()),
             )
         )
     return rows

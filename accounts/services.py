@@ -19,7 +19,8 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
+from usage.selectors import usage_since
 
 from . import selectors
 from .models import ApiToken, Membership, Profile
@@ -92,7 +93,7 @@ def quota_check(*, user: AbstractBaseUser) -> None:
         return
     now = timezone.now()
     start, resets_at = selectors.day_bounds(now)
-    used = selectors.usage_since(user=user, since=start)
+    used = usage_since(user=user, since=start)
     local_reset = timezone.localtime(resets_at)
     when = f"{local_reset:%H:%M} {local_reset.tzname()} (in {_until(resets_at, now)})"
     if quota.messages and used.messages >= quota.messages:
@@ -264,3 +265,12 @@ def member_set_quota(
         membership.daily_token_limit = tokens
         membership.save(update_fields=["daily_message_limit", "daily_token_limit", "updated_at"])
     return membership
+
+
+def login_sessions_expire() -> int:
+    """Delete expired login sessions (what `manage.py clearsessions` does); returns how
+    many."""
+    from django.contrib.sessions.models import Session as LoginSession
+
+    deleted, _ = LoginSession.objects.filter(expire_date__lt=timezone.now()).delete()
+    return deleted

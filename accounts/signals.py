@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
-from hermes_site.realtime import user_group
+from core.realtime import user_group
 
 
 def close_sockets_of(user_id: int) -> None:

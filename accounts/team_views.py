@@ -13,7 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import ServiceError
+from core.middleware import errors_back_to
 
 from . import selectors, services
 from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm
@@ -123,21 +124,21 @@ def member(request: HttpRequest, user_id: int) -> HttpResponse:
 
 
 def _act(request: HttpRequest, user_id: int, action, success: str) -> HttpResponse:
+    """Run a member action; its views are marked `errors_back_to` their member page, where
+    ServiceErrorMiddleware flashes a refusal (and a NotFound is the 404 page)."""
     _require_admin(request)
-    try:
-        action()
-    except NotFound:
-        raise Http404 from None
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    else:
-        if success:
-            messages.success(request, success)
+    action()
+    if success:
+        messages.success(request, success)
     return redirect("team_member", user_id=user_id)
+
+
+_back_to_member = errors_back_to("team_member", args=["user_id"])
 
 
 @login_required
 @require_POST
+@_back_to_member
 def member_role(request: HttpRequest, user_id: int) -> HttpResponse:
     form = MemberRoleForm(request.POST)
     if not form.is_valid():
@@ -155,6 +156,7 @@ def member_role(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_back_to_member
 def member_quota(request: HttpRequest, user_id: int) -> HttpResponse:
     form = MemberQuotaForm(request.POST)
     if not form.is_valid():
@@ -177,6 +179,7 @@ def member_quota(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_back_to_member
 def member_active(request: HttpRequest, user_id: int) -> HttpResponse:
     active = request.POST.get("active") == "1"
     return _act(
@@ -189,6 +192,7 @@ def member_active(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_back_to_member
 def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
     def reset() -> None:
         path = services.member_password_reset(actor=request.user, user_id=user_id)
@@ -199,6 +203,7 @@ def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_back_to_member
 def member_invite(request: HttpRequest, user_id: int) -> HttpResponse:
     def invite() -> None:
         path = services.member_invite_link(actor=request.user, user_id=user_id)

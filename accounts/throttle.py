@@ -2,7 +2,7 @@
 
 Django does not throttle authentication, and DRF's throttles key on the raw
 X-Forwarded-For, which a client rotates at will. Here the address is the one
-`hermes_site.proxy.client_ip` derived through trusted proxies only, and the username
+`core.proxy.client_ip` derived through trusted proxies only, and the username
 limit holds whatever address the guesses come from.
 
 Every attempt is counted before its password is checked (and refunded when it succeeds),
@@ -22,7 +22,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from hermes_site.proxy import client_ip
+from core.proxy import client_ip
 
 from .models import LoginThrottle
 

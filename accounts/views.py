@@ -8,8 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.privacy.views import account_privacy_context
+from core.middleware import errors_back_to
+from privacy.views import account_privacy_context
 
 from . import services
 from .forms import ProfileForm, SignupForm, TokenCreateForm
@@ -39,18 +39,13 @@ def account(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("account")
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST)
     if form.is_valid():
-        try:
-            _token, key = services.api_token_create(
-                user=request.user, name=form.cleaned_data["name"]
-            )
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-        else:
-            # Shown once on the next page, then gone from the session.
-            request.session["new_api_token"] = key
+        _token, key = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
+        # Shown once on the next page, then gone from the session.
+        request.session["new_api_token"] = key
     else:
         messages.error(request, "Give the token a name (at most 100 characters).")
     return redirect("account")
@@ -59,10 +54,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    try:
-        services.api_token_revoke(user=request.user, token_id=token_id)
-    except ServiceError:
-        raise Http404 from None
+    services.api_token_revoke(user=request.user, token_id=token_id)
     messages.success(request, "Token revoked.")
     return redirect("account")
 

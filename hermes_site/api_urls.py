@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("accounts.api_urls")),
+    path("", include("privacy.api_urls")),
     path("", include("memory.api_urls")),
     path("", include("skills_app.api_urls")),
     path("", include("sessions_app.api_urls")),

@@ -4,9 +4,10 @@ from HERMES_TRUSTED_PROXIES and a log line per websocket."""
 
 from __future__ import annotations
 
+from core.logs import WebsocketLogMiddleware
+from core.proxy import TrustedProxyMiddleware
+
 from .asgi import application as _application
-from .logs import WebsocketLogMiddleware
-from .proxy import TrustedProxyMiddleware
 
 # The proxy check runs first, so the websocket log and Channels see the real client.
 application = TrustedProxyMiddleware(WebsocketLogMiddleware(_application))

@@ -11,8 +11,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from hermes_site.admin_base import OwnedModelAdmin
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
+from privacy.admin_base import OwnedModelAdmin
 
 from . import services
 from .models import (

@@ -1,6 +1,6 @@
 """REST endpoints for L1 memory: thin views over memory.services, owner-scoped.
 
-Errors leave as {"error": {"code", "message", …}} (hermes_site.api); another user's entry
+Errors leave as {"error": {"code", "message", …}} (core.api); another user's entry
 is a 404 like a missing one.
 """
 
@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from . import selectors, services
 from .models import MemoryEntry, Source, Target, content_digest

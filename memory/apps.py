@@ -15,3 +15,13 @@ class MemoryConfig(AppConfig):
         from .inferences.registrations import register_all
 
         register_all()
+
+        from . import personal_data
+
+        personal_data.register()
+
+        from core.maintenance import housekeeping_register
+
+        from .services.entries import audit_prune
+
+        housekeeping_register("prune", "audit_events", audit_prune)

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from accounts.models import Profile
-from hermes_site.exceptions import NotFound
+from core.exceptions import NotFound
 from sessions_app.models import Session
 
 from .models import ENTRY_DELIMITER, MemoryEntry, MemoryEvent, SessionMemorySnapshot, Target

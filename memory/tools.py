@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result, registry
 
 from .models import Target

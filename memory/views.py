@@ -1,7 +1,9 @@
 """The Memory page and its audit log. Thin: every change goes through memory.services.
 
 A refused change re-renders the page with the text the person typed and the reason, so
-nothing they wrote is lost; a successful one redirects (post/redirect/get).
+nothing they wrote is lost (hence the local handlers around those services; an entry in
+the URL that is missing or not theirs is ServiceErrorMiddleware's 404 page); a successful
+one redirects (post/redirect/get).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
+from core.middleware import errors_back_to
 
 from . import selectors, services
 from .apis import export_response, read_upload
@@ -152,12 +155,9 @@ def entry_add(request: HttpRequest, target: str) -> HttpResponse:
 @login_required
 @require_POST
 def entry_edit(request: HttpRequest, entry_id: int) -> HttpResponse:
-    try:
-        entry = selectors.access_memory_entry(
-            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
-        )
-    except NotFound:
-        raise Http404 from None
+    entry = selectors.access_memory_entry(
+        user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
+    )
     text = request.POST.get("content", "")
     try:
         result = services.memory_entry_update(
@@ -173,17 +173,12 @@ def entry_edit(request: HttpRequest, entry_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("memory_page")
 def entry_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
-    try:
-        entry = selectors.access_memory_entry(
-            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
-        )
-        services.memory_entry_delete(user=request.user, entry_id=entry.pk, provenance=PAGE)
-    except NotFound:
-        raise Http404 from None
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return redirect("memory_page")
+    entry = selectors.access_memory_entry(
+        user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
+    )
+    services.memory_entry_delete(user=request.user, entry_id=entry.pk, provenance=PAGE)
     messages.success(request, f"{entry.get_target_display()}: entry deleted.")
     return redirect(reverse("memory_page") + f"#list-{entry.target}")
 
@@ -191,15 +186,15 @@ def entry_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def pending_approve(request: HttpRequest, entry_id: int) -> HttpResponse:
+    entry = selectors.access_memory_entry(
+        user=request.user, entry_id=entry_id, status=MemoryEntry.Status.PENDING
+    )
     try:
-        entry = selectors.access_memory_entry(
-            user=request.user, entry_id=entry_id, status=MemoryEntry.Status.PENDING
-        )
         result = services.memory_pending_approve(
             user=request.user, entry_id=entry.pk, provenance=PAGE
         )
     except NotFound:
-        raise Http404 from None
+        raise  # ServiceErrorMiddleware: the 404 page
     except ServiceError as exc:
         return _render_page(
             request, status=400, pending_error=(entry_id, _page_message(exc, entry.target))
@@ -211,10 +206,7 @@ def pending_approve(request: HttpRequest, entry_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def pending_reject(request: HttpRequest, entry_id: int) -> HttpResponse:
-    try:
-        services.memory_pending_reject(user=request.user, entry_id=entry_id, provenance=PAGE)
-    except NotFound:
-        raise Http404 from None
+    services.memory_pending_reject(user=request.user, entry_id=entry_id, provenance=PAGE)
     messages.success(request, "Rejected; nothing was saved.")
     return redirect("memory_page")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from hermes_site.admin_base import OwnedModelAdmin
+from privacy.admin_base import OwnedModelAdmin
 
 from .models import Message, SearchSummary, Session, StateMeta, SystemPrompt
 

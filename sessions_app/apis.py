@@ -1,6 +1,6 @@
 """REST endpoints of the sessions app: thin views over its services, owner-scoped.
 
-Errors leave as {"error": {"code", "message", …}} (hermes_site.api); another user's
+Errors leave as {"error": {"code", "message", …}} (core.api); another user's
 conversation or summary is a 404 like a missing one.
 """
 
@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from . import services as session_services
 from .models import Message, SearchSummary, Session

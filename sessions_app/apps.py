@@ -9,4 +9,11 @@ class SessionsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the `session_search` tool with the agent's tool registry.
+        from core.maintenance import housekeeping_register
+
+        from . import personal_data
+        from .maintenance import streams_close_orphaned
         from .search import tool  # noqa: F401
+
+        housekeeping_register("prune", "orphaned_streams", streams_close_orphaned)
+        personal_data.register()

@@ -32,7 +32,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.services import profile_get
-from hermes_site.realtime import notice_to_user, publish, session_group
+from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
 
 from .agent import llm

@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.realtime import session_group, user_group
+from core.exceptions import ServiceError
+from core.realtime import session_group, user_group
 
 from . import services
 from .agent import runner

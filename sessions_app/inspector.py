@@ -16,11 +16,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
-
-from hermes_site.exceptions import NotFound
 
 from . import services
 from .compression import summary_text
@@ -171,10 +169,7 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
 @login_required
 @require_GET
 def session_inspect(request: HttpRequest, session_id: str) -> HttpResponse:
-    try:
-        session = services.access_session(user=request.user, session_id=session_id)
-    except NotFound:
-        raise Http404 from None
+    session = services.access_session(user=request.user, session_id=session_id)
     return render(
         request, "chat/inspector.html", inspect_context(user=request.user, session=session)
     )

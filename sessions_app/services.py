@@ -18,7 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.services import quota_check
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt

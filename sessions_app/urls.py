@@ -5,6 +5,7 @@ from django.urls import path
 from . import inspector, views
 
 urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
     path("chat/", views.chat, name="chat"),
     path("chat/<str:session_id>/", views.chat, name="chat_session"),
     path("chat/<str:session_id>/messages/", views.chat_messages, name="chat_messages"),

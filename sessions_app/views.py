@@ -6,12 +6,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
-from hermes_site.markdown import render_markdown
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
+from core.middleware import errors_back_to
 
 from . import services
 from .agent.tools import tool_failed, tool_summary
@@ -120,10 +121,7 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
     session = None
     chain: list[Session] = []
     if session_id is not None:
-        try:
-            session = services.access_session(user=request.user, session_id=session_id)
-        except NotFound:
-            raise Http404 from None
+        session = services.access_session(user=request.user, session_id=session_id)
         tip = compression_tip(session)
         if tip.pk != session.pk:
             return redirect("chat_session", session_id=tip.pk)
@@ -148,10 +146,7 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
 @require_GET
 def chat_messages(request: HttpRequest, session_id: str) -> HttpResponse:
     """Rendered messages after ?after=<id> (for finished answers and resyncs)."""
-    try:
-        session = services.access_session(user=request.user, session_id=session_id)
-    except NotFound:
-        raise Http404 from None
+    session = services.access_session(user=request.user, session_id=session_id)
     try:
         after = max(0, int(request.GET.get("after", "0")))
     except ValueError:
@@ -161,37 +156,27 @@ def chat_messages(request: HttpRequest, session_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("chat_session", args=["session_id"])
 def chat_rename(request: HttpRequest, session_id: str) -> HttpResponse:
-    try:
-        services.session_rename(
-            user=request.user, session_id=session_id, title=request.POST.get("title", "")
-        )
-    except NotFound:
-        raise Http404 from None
-    except ServiceError as exc:
-        messages.error(request, exc.message)
+    services.session_rename(
+        user=request.user, session_id=session_id, title=request.POST.get("title", "")
+    )
     return redirect("chat_session", session_id=session_id)
 
 
 @login_required
 @require_POST
 def chat_pin(request: HttpRequest, session_id: str) -> HttpResponse:
-    try:
-        services.session_set_flags(
-            user=request.user, session_id=session_id, pinned=request.POST.get("pinned") == "1"
-        )
-    except NotFound:
-        raise Http404 from None
+    services.session_set_flags(
+        user=request.user, session_id=session_id, pinned=request.POST.get("pinned") == "1"
+    )
     return redirect("chat_session", session_id=session_id)
 
 
 @login_required
 @require_POST
 def chat_delete(request: HttpRequest, session_id: str) -> HttpResponse:
-    try:
-        services.session_delete(user=request.user, session_id=session_id)
-    except NotFound:
-        raise Http404 from None
+    services.session_delete(user=request.user, session_id=session_id)
     messages.success(request, "Conversation deleted.")
     return redirect("chat")
 
@@ -211,7 +196,11 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def session_summarise(request: HttpRequest) -> HttpResponse:
-    """The no-JavaScript path of the "Summarise" button; static/js/search.js uses the API."""
+    """The no-JavaScript path of the "Summarise" button; static/js/search.js uses the API.
+
+    Handled here, not by ServiceErrorMiddleware: the conversation comes from a form field,
+    not the URL, so an unknown (or someone else's) one is a refusal flashed on the search
+    page, not a 404."""
     try:
         search_summary_start(
             owner=request.user,

@@ -11,9 +11,9 @@ from django.contrib import admin, messages
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
 
-from hermes_site.admin_base import OwnedModelAdmin
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from memory.scanner import scan
+from privacy.admin_base import OwnedModelAdmin
 
 from . import services, skillmd
 from .models import ReviewRun, SessionSkillState, Skill, SkillFile, SkillRevision

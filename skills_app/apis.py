@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from . import selectors, services
 from .models import Skill, SkillFile, SkillRevision

@@ -9,6 +9,8 @@ class SkillsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # The agent's skill tools join the shared registry once the models are loaded.
+        from . import personal_data
         from .tools import register
 
         register()
+        personal_data.register()

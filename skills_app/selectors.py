@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from .models import SessionSkillState, Skill, SkillFile, SkillRevision
 

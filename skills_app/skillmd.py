@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024

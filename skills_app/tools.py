@@ -10,7 +10,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, registry
 
 from . import selectors, skillmd

@@ -1,4 +1,6 @@
-"""The Skills pages. Thin: check who asks, call a selector or a service, render.
+"""The Skills pages. Thin: check who asks, call a selector or a service, render. An unknown
+skill or file is ServiceErrorMiddleware's 404 page; other refusals are flashed back on the
+page the form was on (`errors_back_to`), or shown in the form being edited.
 
 Action routes live under /skills/-/… because '-' cannot start a skill name, so no skill can
 shadow a page.
@@ -15,8 +17,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.markdown import render_markdown
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
+from core.middleware import errors_back_to
 
 from . import selectors, services, skillmd
 from .forms import SkillCreateForm, SkillEditForm, SkillFileForm, SkillImportForm
@@ -25,15 +28,8 @@ from .models import Skill
 UNCATEGORISED = "Uncategorised"
 
 
-def _readable(request: HttpRequest, name: str) -> Skill:
-    try:
-        return selectors.skill_get(user=request.user, name=name)
-    except ServiceError:
-        raise Http404 from None
-
-
 def _own(request: HttpRequest, name: str) -> Skill:
-    skill = _readable(request, name)
+    skill = selectors.skill_get(user=request.user, name=name)
     if skill.is_team:
         raise Http404
     return skill
@@ -94,7 +90,7 @@ def skill_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def skill_detail(request: HttpRequest, name: str) -> HttpResponse:
-    skill = _readable(request, name)
+    skill = selectors.skill_get(user=request.user, name=name)
     return render(
         request,
         "skills/detail.html",
@@ -140,13 +136,10 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("skill_detail", args=["name"])
 def skill_delete(request: HttpRequest, name: str) -> HttpResponse:
     skill = _own(request, name)
-    try:
-        services.skill_delete(user=request.user, name=skill.name)
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return redirect("skill_detail", name=skill.name)
+    services.skill_delete(user=request.user, name=skill.name)
     messages.success(request, f"Skill {skill.name} deleted.")
     return redirect("skill_list")
 
@@ -167,11 +160,8 @@ def skill_flags(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 def skill_file(request: HttpRequest, name: str, path: str) -> HttpResponse:
-    skill = _readable(request, name)
-    try:
-        item = selectors.skill_file_get(skill=skill, path=path)
-    except ServiceError:
-        raise Http404 from None
+    skill = selectors.skill_get(user=request.user, name=name)
+    item = selectors.skill_file_get(skill=skill, path=path)
     if request.GET.get("download"):
         response = HttpResponse(bytes(item.data), content_type="application/octet-stream")
         filename = item.path.rsplit("/", 1)[-1].replace('"', "")
@@ -188,6 +178,7 @@ def skill_file(request: HttpRequest, name: str, path: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("skill_detail", args=["name"])
 def skill_file_add(request: HttpRequest, name: str) -> HttpResponse:
     skill = _own(request, name)
     form = SkillFileForm(request.POST, request.FILES)
@@ -201,13 +192,9 @@ def skill_file_add(request: HttpRequest, name: str) -> HttpResponse:
         data: str | bytes = upload.read(skillmd.FILE_MAX_BYTES + 1)
     else:
         data = form.cleaned_data["content"]
-    try:
-        item = services.skill_file_write(
-            user=request.user, name=skill.name, file_path=form.cleaned_data["path"], data=data
-        )
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return redirect("skill_detail", name=skill.name)
+    item = services.skill_file_write(
+        user=request.user, name=skill.name, file_path=form.cleaned_data["path"], data=data
+    )
     messages.success(request, f"Saved {item.path}.")
     return redirect("skill_detail", name=skill.name)
 
@@ -216,6 +203,8 @@ def skill_file_add(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def skill_file_remove(request: HttpRequest, name: str) -> HttpResponse:
     skill = _own(request, name)
+    # Local, not the middleware: a file already gone (a double click, another tab) is
+    # reported on the skill's page rather than as a 404.
     try:
         services.skill_file_remove(
             user=request.user, name=skill.name, file_path=request.POST.get("path", "")
@@ -229,7 +218,7 @@ def skill_file_remove(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 def skill_history(request: HttpRequest, name: str) -> HttpResponse:
-    skill = _readable(request, name)
+    skill = selectors.skill_get(user=request.user, name=name)
     revisions = []
     current: set[str] = set()
     for revision in selectors.skill_revisions(skill=skill)[:100]:
@@ -252,6 +241,7 @@ def skill_history(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def skill_rollback(request: HttpRequest, name: str, number: int) -> HttpResponse:
     skill = _own(request, name)
+    # Local, as for removing a file: a revision already gone is reported on the history page.
     try:
         services.skill_rollback(user=request.user, name=skill.name, number=number)
     except ServiceError as exc:
@@ -273,16 +263,13 @@ def skill_export(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@errors_back_to("skill_list")
 def skill_import(request: HttpRequest) -> HttpResponse:
     form = SkillImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "Choose a zip file to import.")
         return redirect("skill_list")
-    try:
-        report = services.skills_import_zip(user=request.user, upload=form.cleaned_data["archive"])
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return redirect("skill_list")
+    report = services.skills_import_zip(user=request.user, upload=form.cleaned_data["archive"])
     return render(
         request,
         "skills/import_report.html",

@@ -150,7 +150,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:
     if settings.REDIS_URL:
         yield settings.REDIS_URL
         return
-    from hermes_site.embedded import start_valkey
+    from core.embedded import start_valkey
 
     # Short path: unix socket paths are limited to ~108 bytes.
     directory = Path(tmp_path_factory.mktemp("valkey"))
@@ -280,7 +280,7 @@ def scripted_worker(
 
 class WorkerHandle:
     def __init__(self, *, redis_url: str, queue: str, log: Path) -> None:
-        from hermes_site.settings import _celery_redis_url
+        from hermes_site.settings.deployment import _celery_redis_url
 
         self.broker_url = _celery_redis_url(redis_url)
         self.queue = queue

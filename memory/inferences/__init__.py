@@ -10,7 +10,7 @@ about them.
     recall      ranking, the per-conversation recall row, and what a turn is sent
     apis/views  the REST API (/api/inferences/) and the Inferences page (/inferences/)
     admin       inferences and the memory provider configuration form
-    privacy     registration with hermes_site.privacy (export, erasure, admin guard)
+    privacy     registration with privacy (export, erasure, admin guard)
     registrations  called from MemoryConfig.ready(): admin and privacy
 
 Everything is keyed by the logged-in user: the provider is told the user by the server

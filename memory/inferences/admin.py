@@ -15,8 +15,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 
-from hermes_site.admin_base import OwnedModelAdmin
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
+from privacy.admin_base import OwnedModelAdmin
 
 from ..models import (
     Inference,

@@ -1,5 +1,5 @@
 """REST endpoints for inferences, owner-scoped: another person's inference is a 404 like
-a missing one. Errors leave as {"error": {"code", "message", …}} (hermes_site.api).
+a missing one. Errors leave as {"error": {"code", "message", …}} (core.api).
 
     GET    /api/inferences/            list (?status=active|quarantined|contradicted)
     DELETE /api/inferences/            delete all
@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from ..apis import StrictCharField
 from ..models import Inference

@@ -23,7 +23,7 @@ from django import forms
 from django.db import transaction
 from django.utils import timezone
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from ..models import ProviderConfig
 

@@ -7,7 +7,7 @@ def register_all() -> None:
     from django.contrib import admin
 
     from . import admin as inference_admin
-    from . import privacy
+    from . import personal_data
 
     inference_admin.register(admin.site)
-    privacy.register()
+    personal_data.register()

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from hermes_site.exceptions import NotFound
+from core.exceptions import NotFound
 from sessions_app.models import Message
 
 from ..models import Inference, InferenceSettings, InferenceUse

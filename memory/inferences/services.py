@@ -16,7 +16,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 from sessions_app.models import Message
 
 from ..models import (

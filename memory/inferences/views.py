@@ -1,7 +1,8 @@
 """The Inferences page (/inferences/): what the agent inferred about the person, why, and
 the controls to correct, rate, delete, or switch inference off. Thin: every change goes
 through memory.inferences.services; a refused correction re-renders the page with the
-text the person typed and the reason (nothing is lost)."""
+text the person typed and the reason (nothing is lost). An unknown inference, or another
+person's, is ServiceErrorMiddleware's 404 page."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from ..models import Inference
 from ..providers.manager import active_provider_name
@@ -62,7 +63,7 @@ def inference_edit(request: HttpRequest, inference_id: int) -> HttpResponse:
     try:
         services.inference_correct(user=request.user, inference_id=inference_id, statement=text)
     except NotFound:
-        raise Http404 from None
+        raise  # ServiceErrorMiddleware: the 404 page, for another person's inference too
     except ServiceError as exc:
         return _render(request, status=400, edit=(inference_id, text, exc.message))
     messages.success(request, "Inference corrected.")
@@ -76,12 +77,9 @@ def inference_feedback(request: HttpRequest, inference_id: int) -> HttpResponse:
     if value not in ("yes", "no"):
         messages.error(request, "Choose helpful or not helpful.")
         return _back(inference_id)
-    try:
-        inference = services.inference_feedback(
-            user=request.user, inference_id=inference_id, helpful=value == "yes"
-        )
-    except NotFound:
-        raise Http404 from None
+    inference = services.inference_feedback(
+        user=request.user, inference_id=inference_id, helpful=value == "yes"
+    )
     messages.success(
         request,
         f"Thanks — trust is now {inference.trust:.2f}."
@@ -94,10 +92,7 @@ def inference_feedback(request: HttpRequest, inference_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def inference_delete(request: HttpRequest, inference_id: int) -> HttpResponse:
-    try:
-        services.inference_delete(user=request.user, inference_id=inference_id)
-    except NotFound:
-        raise Http404 from None
+    services.inference_delete(user=request.user, inference_id=inference_id)
     messages.success(request, "Inference deleted. It will not be used or inferred again.")
     return _back()
 

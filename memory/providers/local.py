@@ -20,7 +20,8 @@ from typing import Any
 
 from django.db import transaction
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
+from core.queue import task_send
 
 from ..inferences import config as inference_config
 from ..inferences.selectors import active_inferences, inference_allowed
@@ -140,20 +141,16 @@ class LocalProvider(MemoryProvider):
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         if self._user_id is None or not inference_allowed(user=self._user_id):
             return
-        from ..tasks import compute_recall
-
         user_id, sid = self._user_id, session_id or self._session_id
-        transaction.on_commit(lambda: compute_recall.delay(user_id, sid, query or ""))
+        transaction.on_commit(lambda: task_send("memory.compute_recall", user_id, sid, query or ""))
 
     def sync_turn(
         self, user: str, assistant: str, *, session_id: str = "", messages: Any = None
     ) -> None:
         if not self._writes or not inference_allowed(user=self._user_id):
             return
-        from ..tasks import extract_inferences
-
         user_id, sid = self._user_id, session_id or self._session_id
-        transaction.on_commit(lambda: extract_inferences.delay(user_id, sid))
+        transaction.on_commit(lambda: task_send("memory.extract_inferences", user_id, sid))
 
     def on_session_switch(
         self,
@@ -177,10 +174,8 @@ class LocalProvider(MemoryProvider):
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         # Whatever the last turns revealed is extracted before the conversation is left.
         if self._writes and self._session_id and inference_allowed(user=self._user_id):
-            from ..tasks import extract_inferences
-
             user_id, sid = self._user_id, self._session_id
-            transaction.on_commit(lambda: extract_inferences.delay(user_id, sid))
+            transaction.on_commit(lambda: task_send("memory.extract_inferences", user_id, sid))
 
     def on_memory_write(
         self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None

@@ -94,7 +94,7 @@ def _load(path: str) -> type[MemoryProvider]:
 def provider_paths() -> dict[str, str]:
     """Provider names that need no package: the built-in ones plus
     `HERMES_MEMORY_PROVIDERS` ({name: "module:Class"}), which may override them."""
-    return {**BUILTIN_PROVIDERS, **(getattr(settings, "HERMES_MEMORY_PROVIDERS", None) or {})}
+    return {**BUILTIN_PROVIDERS, **settings.HERMES_MEMORY_PROVIDERS}
 
 
 def provider_classes() -> dict[str, type[MemoryProvider]]:
@@ -128,7 +128,7 @@ def provider_class(name: str) -> type[MemoryProvider] | None:
 
 
 def active_provider_name() -> str:
-    return getattr(settings, "HERMES_MEMORY_PROVIDER", "") or ""
+    return settings.HERMES_MEMORY_PROVIDER
 
 
 class MemoryManager:
@@ -258,7 +258,7 @@ class MemoryManager:
         provider whose call is still stuck from an earlier turn is skipped."""
         if provider.name == "builtin":
             return self._call(provider, method, *args, default=None, **kwargs)
-        timeout = float(getattr(settings, "HERMES_PROVIDER_PREFETCH_TIMEOUT", 8.0))
+        timeout = settings.HERMES_PROVIDER_PREFETCH_TIMEOUT
         key = (provider.name, self._user_key)
         with _stuck_lock:
             stuck = _stuck.get(key)

@@ -4,11 +4,14 @@ pages/API/admin, and approving or rejecting the agent's staged writes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from ..models import MemoryEntry, MemoryEvent
 from ..selectors import access_memory_entry
@@ -174,3 +177,13 @@ def memory_pending_reject(
                 }
             ],
         )
+
+
+def audit_prune(*, now: datetime | None = None) -> int:
+    """Delete memory audit events older than HERMES_AUDIT_RETENTION_DAYS (0 keeps all)."""
+    days = settings.HERMES_AUDIT_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    deleted, _ = MemoryEvent.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

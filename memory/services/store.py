@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
 
 from .. import scanner

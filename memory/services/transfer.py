@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from ..models import ENTRY_DELIMITER, MemoryEntry, Source
 from .store import WriteResult, write

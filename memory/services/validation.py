@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from .. import scanner
 from ..models import Source, Target

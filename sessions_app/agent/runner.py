@@ -24,8 +24,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from accounts.services import profile_get
-from hermes_site.exceptions import ServiceError
-from hermes_site.realtime import apublish, session_group
+from core.exceptions import ServiceError
+from core.realtime import apublish, session_group
 from memory.fence import StreamingContextScrubber
 from memory.providers import MemoryManager
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from rest_framework.exceptions import ValidationError
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from ..lineage import conversation_rows, conversation_tips
 from .backends import SEARCHABLE_ROLES

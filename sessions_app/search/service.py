@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max, OuterRef, Subquery
 from django.db.models.functions import Substr
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from ..lineage import (
     ConversationRow,

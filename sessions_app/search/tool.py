@@ -19,7 +19,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 
 from ..agent.tools import Tool, ToolContext, ToolResult, registry
 from ..models import Message, Session

@@ -25,7 +25,7 @@ from django.db.models import Max
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from hermes_site.realtime import notice_to_user
+from core.realtime import notice_to_user
 from sessions_app.agent import llm
 from sessions_app.agent.offline_loop import OfflineLoopResult, run_offline_loop
 from sessions_app.agent.tools import ToolContext, registry

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from memory.scanner import scan
 
 from .. import skillmd

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from .. import skillmd
 from ..models import Skill, SkillFile

@@ -21,7 +21,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 
 from .. import skillmd
 from ..models import Skill, SkillRevision

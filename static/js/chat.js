@@ -346,12 +346,6 @@
     toggle.setAttribute("aria-expanded", open ? "true" : "false");
   });
 
-  document.querySelectorAll("form.confirm").forEach(function (f) {
-    f.addEventListener("submit", function (e) {
-      if (!window.confirm(f.dataset.confirm)) e.preventDefault();
-    });
-  });
-
   setBusy(busy);
   thread.scrollTop = thread.scrollHeight;
   connect();

@@ -1,14 +1,6 @@
-// Memory page: confirm before deleting, and show how long an entry is as it is typed.
+// Memory page: show how long an entry is as it is typed (ui.js asks before deleting).
 (function () {
   "use strict";
-
-  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-    form.addEventListener("submit", function (event) {
-      if (!window.confirm(form.getAttribute("data-confirm"))) {
-        event.preventDefault();
-      }
-    });
-  });
 
   document.querySelectorAll("textarea[data-counter]").forEach(function (area) {
     var out = document.createElement("p");

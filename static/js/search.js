@@ -1,5 +1,5 @@
 // Sessions page: "Summarise" runs the summariser in the background (POST to the API) and
-// polls its status until the summary is there. Text is only ever set with textContent.
+// polls its status (ui.js) until the summary is there. Text is only ever set with textContent.
 (function () {
   "use strict";
 
@@ -24,27 +24,22 @@
     }
   }
 
-  function poll(box, url, count) {
-    if (count > MAX_POLLS) {
-      box.textContent = "Still summarising; reload the page later to see it.";
-      return;
-    }
-    window.setTimeout(function () {
-      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then(function (response) {
-          if (!response.ok) { throw new Error("HTTP " + response.status); }
-          return response.json();
-        })
-        .then(function (data) {
-          show(box, data);
-          if (data.status === "pending" || data.status === "running") {
-            poll(box, url, count + 1);
-          }
-        })
-        .catch(function () {
-          box.textContent = "Lost contact with the server; reload the page to see the summary.";
-        });
-    }, POLL_MS);
+  function follow(box, url) {
+    window.Hermes.poll(url, {
+      delay: function () { return POLL_MS; },
+      maxTries: MAX_POLLS,
+      onData: function (data) {
+        show(box, data);
+        return data.status === "pending" || data.status === "running";
+      },
+      onError: function () {
+        box.textContent = "Lost contact with the server; reload the page to see the summary.";
+        return false;
+      },
+      onGiveUp: function () {
+        box.textContent = "Still summarising; reload the page later to see it.";
+      },
+    });
   }
 
   function detailUrl(form, id) {
@@ -80,7 +75,7 @@
           }
           show(box, result.data);
           if (result.data.status === "pending" || result.data.status === "running") {
-            poll(box, detailUrl(form, result.data.id), 0);
+            follow(box, detailUrl(form, result.data.id));
           }
         })
         .catch(function () {
@@ -94,7 +89,7 @@
   document.querySelectorAll(".summary[data-summary-url]").forEach(function (box) {
     var status = box.getAttribute("data-status");
     if (status === "pending" || status === "running") {
-      poll(box, box.getAttribute("data-summary-url"), 0);
+      follow(box, box.getAttribute("data-summary-url"));
     }
   });
 })();

@@ -1,4 +1,4 @@
-// The team page: copy a one-time link, confirm destructive actions.
+// The team page: copy a one-time link (ui.js confirms destructive actions).
 (function () {
   "use strict";
 
@@ -20,12 +20,6 @@
         document.execCommand("copy");
         done();
       }
-    });
-  });
-
-  document.querySelectorAll("form.confirm").forEach(function (form) {
-    form.addEventListener("submit", function (e) {
-      if (!window.confirm(form.dataset.confirm)) e.preventDefault();
     });
   });
 })();

@@ -22,7 +22,7 @@ LONG_REPLY = " ".join(f"word{i}" for i in range(80)) + "."
 
 @pytest.fixture
 def deployed_layer(redis_url, settings):
-    """The layer configured the way settings.py configures it for REDIS_URL."""
+    """The layer configured the way settings/deployment.py configures it for REDIS_URL."""
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",

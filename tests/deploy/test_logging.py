@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from hermes_site.logs import JsonFormatter, request_id_var
+from core.logs import JsonFormatter, request_id_var
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def test_json_lines_carry_level_logger_request_id_extra_fields_and_tracebacks():
                 sys.exc_info(),
                 extra={"session_id": "abc"},
             )
-        from hermes_site.logs import ContextFilter
+        from core.logs import ContextFilter
 
         ContextFilter().filter(record)
         line = json.loads(JsonFormatter().format(record))

@@ -12,9 +12,11 @@ from django.contrib.sessions.models import Session as LoginSession
 from django.utils import timezone
 
 from accounts.models import LoginThrottle
-from hermes_site import maintenance
+from core import maintenance
 from hermes_site.celery import app as celery_app
 from memory.models import MemoryEvent
+from memory.services.entries import audit_prune
+from sessions_app.maintenance import streams_close_orphaned
 from sessions_app.models import Message, Session
 from tests.conftest import wait_for
 
@@ -53,8 +55,8 @@ def test_prune_closes_answers_orphaned_by_a_dead_process_and_nothing_alive(owner
     dead_claimed = orphan(owner, age=stale, claim="abc", claimed_age=stale)
     fresh = orphan(owner, age=timedelta(seconds=5))
     long_but_alive = orphan(owner, age=stale, claim="abc", claimed_age=timedelta(seconds=5))
-    assert maintenance.streams_close_orphaned() == 2
-    assert maintenance.streams_close_orphaned() == 0  # idempotent
+    assert streams_close_orphaned() == 2
+    assert streams_close_orphaned() == 0  # idempotent
     statuses = {m.pk: (m.status, m.content) for m in Message.objects.filter(role="assistant")}
     assert statuses[dead_unclaimed.pk] == ("interrupted", "half an ans")
     assert statuses[dead_claimed.pk][0] == "interrupted"
@@ -72,11 +74,11 @@ def test_audit_events_past_retention_are_pruned(owner, settings):
     recent = MemoryEvent.objects.create(
         owner=owner, source="manual", action="add", target="memory", verdict="accepted"
     )
-    assert maintenance.audit_prune() == 1
+    assert audit_prune() == 1
     assert list(MemoryEvent.objects.values_list("pk", flat=True)) == [recent.pk]
     settings.HERMES_AUDIT_RETENTION_DAYS = 0
     MemoryEvent.objects.update(created_at=timezone.now() - timedelta(days=3650))
-    assert maintenance.audit_prune() == 0
+    assert audit_prune() == 0
 
 
 @pytest.mark.django_db
@@ -98,7 +100,7 @@ def test_expire_removes_expired_login_sessions_and_finished_lockouts(owner):
         window_started_at=long_ago,
         locked_until=timezone.now() + timedelta(minutes=5),
     )
-    from hermes_site.tasks import expire
+    from core.tasks import expire
 
     result = expire.apply().get()
     assert result == {"login_sessions": 1, "login_throttle": 1}

@@ -10,7 +10,7 @@ import pytest
 from channels.testing import ApplicationCommunicator
 from django.test import RequestFactory
 
-from hermes_site.proxy import TrustedProxyMiddleware, client_ip, parse_networks, resolve_client
+from core.proxy import TrustedProxyMiddleware, client_ip, parse_networks, resolve_client
 
 NETS = parse_networks(["127.0.0.1", "10.0.0.0/8", "::1"])
 
@@ -101,7 +101,7 @@ def django_behind_proxy_middleware() -> Any:
     (Django reads SECURE_SSL_REDIRECT and friends once, when its handler is created)."""
     from django.core.handlers.asgi import ASGIHandler
 
-    from hermes_site.logs import WebsocketLogMiddleware
+    from core.logs import WebsocketLogMiddleware
 
     return TrustedProxyMiddleware(WebsocketLogMiddleware(ASGIHandler()))
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from accounts.selectors import day_bounds
 from accounts.services import quota_check
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.db import connection
 
 from devtools.scripted_llm import ScriptedLLM
 from tests.conftest import ROOT, free_port, subprocess_env, wait_for
@@ -97,3 +100,20 @@ def browser() -> Iterator[object]:
             yield instance
         finally:
             instance.close()
+
+
+def off_loop(fn: Callable[[], Any]) -> Any:
+    """Run ORM work in a plain thread: Playwright's sync API keeps an event loop in this
+    one, where Django refuses synchronous database calls."""
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    return result[0]

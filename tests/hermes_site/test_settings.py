@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from dataclasses import replace
 
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from hermes_site.settings.declare import (
+    REGISTRY,
+    Setting,
+    declare_float,
+    declare_int,
+    declare_json,
+    declare_list,
+    declare_str,
+)
 from tests.conftest import ROOT
 
 PROBE = (
@@ -81,3 +95,162 @@ def test_allowed_hosts_star_is_refused(tmp_path):
     result = run_settings(tmp_path, ALLOWED_HOSTS="*")
     assert result.returncode != 0
     assert "ALLOWED_HOSTS" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_value_of_the_wrong_type_names_the_variable(tmp_path):
+    result = run_settings(tmp_path, HERMES_PORT="eighty")
+    assert result.returncode != 0
+    assert "HERMES_PORT must be a whole number (got 'eighty')" in result.stderr
+
+
+def test_a_value_out_of_bounds_names_the_variable_and_the_bound(tmp_path):
+    result = run_settings(tmp_path, HERMES_LOGIN_WINDOW_SECONDS="0")
+    assert result.returncode != 0
+    assert "HERMES_LOGIN_WINDOW_SECONDS must be at least 1 (got 0)" in result.stderr
+
+
+def test_manage_py_reports_the_bad_value_not_a_later_import_error(tmp_path):
+    # manage.py imports the settings a second time after the first attempt fails.
+    env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
+    env.update(HERMES_VAR_DIR=str(tmp_path / "var"), HERMES_PORT="0")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "HERMES_PORT must be at least 1 (got 0)" in result.stderr.strip().splitlines()[-1]
+
+
+# --- The declarations and the README agree ----------------------------------------------
+
+README = ROOT / "README.md"
+# A table row whose first cell names settings: `A`, or `A` / `B` (or `A`, `B`).
+ROW = re.compile(
+    r"^\| *(`[A-Z][A-Z0-9_]*`(?: *[/,] *`[A-Z][A-Z0-9_]*`)*) *\| *([^|]*?) *\|", re.MULTILINE
+)
+# Environment variables the README mentions that the test suite reads, not the app.
+TEST_SWITCHES = {"HERMES_STACK_TEST"}
+
+
+def readme_defaults() -> dict[str, str]:
+    """Each setting in a README table, with its default cell (one part per name when a row
+    names several: `A` / `B` | `1` / `2`)."""
+    found: dict[str, str] = {}
+    for names_cell, default_cell in ROW.findall(README.read_text()):
+        names = re.findall(r"`([A-Z][A-Z0-9_]*)`", names_cell)
+        parts = [default_cell]
+        if len(names) > 1:
+            parts = re.split(r" / |, ", default_cell)
+            assert len(parts) == len(names), f"one default per setting in: {names_cell}"
+        for name, part in zip(names, parts, strict=True):
+            assert name not in found, f"{name} has two rows in the README"
+            found[name] = unquote(part.strip())
+    return found
+
+
+def unquote(cell: str) -> str:
+    """`x` → x; a cell that is more than one code span stays as written."""
+    return cell[1:-1] if re.fullmatch(r"`[^`]*`", cell) else cell
+
+
+def readme_form(setting: Setting) -> str:
+    """The declared default as the README writes it: a derived one (generated, taken from
+    another setting) in the declaration's own words."""
+    value = setting.default
+    if setting.default_doc:
+        return unquote(setting.default_doc)
+    if setting.kind == "bool":
+        return "true" if value else "false"
+    if setting.kind == "float":
+        return f"{value:g}"
+    if setting.kind == "list":
+        return ",".join(value) or "empty"
+    if setting.kind == "json":
+        return json.dumps(value)
+    return str(value) if value != "" else "empty"
+
+
+def test_every_declared_setting_has_a_readme_row():
+    assert set(REGISTRY) - set(readme_defaults()) == set()
+
+
+def test_every_setting_in_the_readme_is_declared():
+    mentioned = set(re.findall(r"\b(HERMES_[A-Z0-9_]*[A-Z0-9])\b", README.read_text()))
+    assert set(readme_defaults()) - set(REGISTRY) == set()
+    assert mentioned - TEST_SWITCHES - set(REGISTRY) == set()
+
+
+def test_readme_defaults_match_the_declarations():
+    documented = readme_defaults()
+    wrong = {}
+    for name, setting in REGISTRY.items():
+        expected = readme_form(setting)
+        shown = documented.get(name, expected)
+        # An empty string is "empty", or "unset" where unset changes the mode (REDIS_URL).
+        if expected == "empty" and shown == "unset":
+            continue
+        if shown != expected:
+            wrong[name] = (shown, expected)
+    assert wrong == {}, "README default vs declared default"
+
+
+# --- The declaration helper -------------------------------------------------------------
+
+
+@pytest.fixture
+def registry():
+    """The registry as it was before the test: declarations made by a test are forgotten."""
+    before = dict(REGISTRY)
+    yield REGISTRY
+    REGISTRY.clear()
+    REGISTRY.update(before)
+
+
+def test_a_declaration_is_recorded_once(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROBE_LIMIT", "7")
+    assert declare_int("HERMES_PROBE_LIMIT", 3, min=1, help="A probe.") == 7
+    assert registry["HERMES_PROBE_LIMIT"] == Setting(
+        "HERMES_PROBE_LIMIT", "int", 3, "A probe.", min=1
+    )
+    assert registry["HERMES_PROBE_LIMIT"].module == __name__
+    registry["HERMES_PROBE_LIMIT"] = replace(registry["HERMES_PROBE_LIMIT"], module="elsewhere")
+    with pytest.raises(ImproperlyConfigured, match="HERMES_PROBE_LIMIT is declared in both"):
+        declare_int("HERMES_PROBE_LIMIT", 3, help="Again.")
+
+
+@pytest.mark.parametrize(
+    ("declare", "raw", "message"),
+    [
+        (lambda: declare_int("HERMES_PROBE", 1, min=0, help="."), "-1", "at least 0 (got -1)"),
+        (lambda: declare_float("HERMES_PROBE", 1.0, max=1, help="."), "1.5", "at most 1 (got 1.5)"),
+        (lambda: declare_float("HERMES_PROBE", 1.0, help="."), "soon", "a number (got 'soon')"),
+        (lambda: declare_json("HERMES_PROBE", {}, help="."), "[1]", "a JSON object (got list)"),
+        (lambda: declare_json("HERMES_PROBE", {}, help="."), "{", "must be JSON"),
+        (
+            lambda: declare_str("HERMES_PROBE", "a", choices=("a", "b"), help="."),
+            "c",
+            "one of a, b",
+        ),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_variable(
+    registry, monkeypatch, declare, raw, message
+) -> None:
+    monkeypatch.setenv("HERMES_PROBE", raw)
+    with pytest.raises(ImproperlyConfigured, match="HERMES_PROBE") as caught:
+        declare()
+    assert message in str(caught.value)
+
+
+def test_clamped_values_are_brought_inside_the_bounds(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROBE", "9")
+    assert declare_int("HERMES_PROBE", 3, min=1, max=5, clamp=True, help=".") == 5
+
+
+def test_callers_cannot_change_a_declared_default(registry):
+    hosts = declare_list("HERMES_PROBE_HOSTS", ["a"], help=".")
+    hosts.append("b")
+    assert registry["HERMES_PROBE_HOSTS"].default == ["a"]

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from hermes_site.exceptions import NotFound
+from core.exceptions import NotFound
 from memory.inferences import services
 from memory.inferences.recall import recall_select
 from memory.models import Inference

@@ -57,7 +57,7 @@ def test_page_has_no_inline_script_or_style(owner):
     body = login(owner).get(PAGE).content.decode()
     assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", body)
     assert " style=" not in body
-    assert "js/inferences.js" in body and "css/inferences.css" in body
+    assert "js/ui.js" in body and "css/inferences.css" in body
 
 
 def test_nobody_sees_anyone_elses_inferences(owner, outsider):

@@ -8,9 +8,6 @@ import zipfile
 
 import pytest
 
-from hermes_site.privacy import registry
-from hermes_site.privacy.erase import memory_forget_all
-from hermes_site.privacy.export import build_export
 from memory.inferences import services
 from memory.models import (
     Inference,
@@ -19,6 +16,9 @@ from memory.models import (
     InferenceUse,
     ProviderConfig,
 )
+from privacy import registry
+from privacy.erase import memory_forget_all
+from privacy.export import build_export
 
 from .conftest import conversation, make_inference
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_site.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError
 from memory import selectors, services
 from memory.models import MemoryEntry, MemoryEvent, Source
 from memory.services import Op, Provenance

@@ -51,7 +51,7 @@ class ViaService(_Via):
         self.user, self.services = user, services
 
     def _call(self, fn: Any, **kwargs: Any) -> None:
-        from hermes_site.exceptions import ServiceError
+        from core.exceptions import ServiceError
 
         try:
             fn(user=self.user, target="memory", **kwargs)

@@ -16,9 +16,10 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from accounts.models import AdminContentAccess, ApiToken, ExportJob, Membership, Profile
+from accounts.models import ApiToken, Membership, Profile
 from memory.models import Source
 from memory.services import Provenance, memory_add, memory_snapshot_freeze
+from privacy.models import AdminContentAccess, ExportJob
 from sessions_app.models import Message, SearchSummary, Session, SystemPrompt
 from skills_app.models import ReviewRun, SessionSkillState
 from skills_app.services import skill_create, skill_file_write

@@ -9,8 +9,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from accounts.models import AdminContentAccess
 from memory.models import MemoryEntry
+from privacy.models import AdminContentAccess
 from sessions_app.models import Message, Session
 from tests.privacy.conftest import login, seed
 

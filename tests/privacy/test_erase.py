@@ -18,12 +18,12 @@ from django.db import connection, connections
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import AdminContentAccess, ExportJob
+from core.realtime import notice_to_user, publish, session_group, user_group
 from hermes_site.asgi import application
-from hermes_site.privacy import jobs, registry
-from hermes_site.privacy.erase import account_erase, channel_groups_purge
-from hermes_site.realtime import notice_to_user, publish, session_group, user_group
 from memory.models import MemoryEntry
+from privacy import jobs, registry
+from privacy.erase import account_erase, channel_groups_purge
+from privacy.models import AdminContentAccess, ExportJob
 from sessions_app.models import Session, SystemPrompt
 from tests.factories import PASSWORD
 from tests.privacy.conftest import login, seed
@@ -248,7 +248,7 @@ def test_after_deletion_the_persons_text_is_in_no_byte_of_the_database_redis_or_
 
 @pytest.mark.django_db(transaction=True)
 def test_the_follow_up_task_scrubs_storage_on_either_database():
-    from accounts.tasks import erasure_followup
+    from privacy.tasks import erasure_followup
 
     steps = erasure_followup.apply(args=(987654, ["user.987654"])).get()
     if connection.vendor == "postgresql":

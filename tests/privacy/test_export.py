@@ -15,9 +15,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import ExportJob
-from hermes_site.privacy import jobs, registry
-from hermes_site.privacy.export import build_export
+from privacy import jobs, registry
+from privacy.export import build_export
+from privacy.models import ExportJob
 from tests.conftest import wait_for
 from tests.privacy.conftest import login, seed
 

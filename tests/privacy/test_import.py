@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from accounts.models import Profile
-from hermes_site.privacy.export import build_export
-from hermes_site.privacy.hermes_import import hermes_import, hermes_import_zip
 from memory.models import MemoryEntry, MemoryEvent
+from privacy.export import build_export
+from privacy.hermes_import import hermes_import, hermes_import_zip
 from sessions_app.models import Message, Session
 from skills_app.models import Skill, SkillRevision
 from tests.factories import UserFactory

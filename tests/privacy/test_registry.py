@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 
-from hermes_site.privacy import registry
+from privacy import registry
 
-OUR_APPS = {"accounts", "sessions_app", "memory", "skills_app", "hermes_site"}
+OUR_APPS = {"core", "accounts", "sessions_app", "memory", "skills_app", "privacy", "usage"}
 
 
 def test_every_model_of_our_apps_is_registered_or_declared_not_personal():
@@ -22,7 +22,7 @@ def test_every_model_of_our_apps_is_registered_or_declared_not_personal():
         and m._meta.label not in exempt
     ]
     assert forgotten == [], (
-        "Register these in hermes_site/privacy (registry.register) or declare them "
+        "Register these in their app's personal_data.py (registry.register) or declare them "
         f"registry.not_personal(..., reason=...): {forgotten}"
     )
     assert all(reason for reason in exempt.values())

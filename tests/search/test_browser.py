@@ -3,38 +3,18 @@ keyboard, and a summary finishing in the background showing up by polling."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search.summarise import query_hash
-from tests.e2e.conftest import browser, live_server_url, llm_for_server  # noqa: F401
+from tests.e2e.conftest import browser, live_server_url, llm_for_server, off_loop  # noqa: F401
 from tests.factories import PASSWORD
 
 from .conftest import make_chat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-def off_loop(fn: Callable[[], Any]) -> Any:
-    """Run ORM work in a plain thread: Playwright's sync API keeps an event loop in this
-    one, where Django refuses synchronous database calls."""
-    result: list[Any] = []
-
-    def run() -> None:
-        try:
-            result.append(fn())
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join()
-    return result[0]
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
 from sessions_app.search.backends import Filters, choose_route, find_hits
 from sessions_app.search.sanitize import parse_query

@@ -11,8 +11,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from accounts.models import Profile
+from core.realtime import user_group
 from devtools.scripted_llm import Fault
-from hermes_site.realtime import user_group
 from sessions_app.models import Message
 from skills_app.models import ReviewRun, SessionSkillState, Skill
 from skills_app.services import review

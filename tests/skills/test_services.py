@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_site.exceptions import ServiceError
+from core.exceptions import ServiceError
 from skills_app import selectors, services
 from skills_app.models import Skill, SkillRevision
 

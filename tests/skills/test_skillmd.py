@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from hermes_site.exceptions import ServiceError
-from hermes_site.markdown import render_markdown
+from core.exceptions import ServiceError
+from core.markdown import render_markdown
 from skills_app import skillmd
 
 from .conftest import skill_md

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+# (label, url name). Sections appear in the navigation once their app provides the URL.
+NAVIGATION = (
+    ("Dashboard", "dashboard"),
+    ("Chat", "chat"),
+    ("Sessions", "session_list"),
+    ("Memory", "memory_page"),
+    ("Inferences", "inference_list"),
+    ("Skills", "skill_list"),
+    ("Usage", "usage"),
+    ("Account", "account"),
+    ("Team", "team"),
+)
+# Shown only to team admins (superusers and people with the "admin" role).
+ADMIN_ONLY = frozenset({"team"})
+
+
+def _is_team_admin(request: HttpRequest) -> bool:
+    if not hasattr(request, "_hermes_team_admin"):
+        from accounts.selectors import is_team_admin
+
+        request._hermes_team_admin = is_team_admin(request.user)
+    return request._hermes_team_admin
+
+
+def _navigation(request: HttpRequest) -> list[dict[str, object]]:
+    items = []
+    for label, name in NAVIGATION:
+        if name in ADMIN_ONLY and not _is_team_admin(request):
+            continue
+        try:
+            url = reverse(name)
+        except NoReverseMatch:
+            continue
+        active = request.path == url or (url != "/" and request.path.startswith(url))
+        items.append({"label": label, "url": url, "active": active})
+    # Nested sections (/accounts/ and /accounts/team/): only the closest one is current.
+    current = [i for i in items if i["active"]]
+    if len(current) > 1:
+        closest = max(current, key=lambda i: len(str(i["url"])))
+        for item in current:
+            item["active"] = item is closest
+    return items
+
+
+def hermes(request: HttpRequest) -> dict[str, object]:
+    return {
+        "llm_configured": bool(settings.HERMES_MODEL),
+        "allow_signup": settings.HERMES_ALLOW_SIGNUP,
+        "navigation": _navigation(request) if request.user.is_authenticated else [],
+    }

@@ -1,0 +1,44 @@
+"""Site-wide Celery tasks: notices to open tabs and the periodic housekeeping that Celery
+beat sends (CELERY_BEAT_SCHEDULE in settings). All take ids or nothing, are idempotent and
+have time limits."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from . import maintenance
+from .realtime import notice_to_user
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="hermes_site.deliver_notice", time_limit=30)
+def deliver_notice(user_id: int, kind: str, text: str, session_id: str | None = None) -> None:
+    """Show a notice in every open tab of the user (used by background work)."""
+    notice_to_user(user_id=user_id, kind=kind, text=text, session_id=session_id)
+
+
+@shared_task(name="hermes_site.expire", soft_time_limit=240, time_limit=300)
+def expire() -> dict[str, int]:
+    """Things past their lifetime: login sessions and login-throttle records."""
+    result = maintenance.housekeeping_run("expire")
+    logger.info("expired %s", result, extra={"expired": result})
+    return result
+
+
+@shared_task(name="hermes_site.prune", soft_time_limit=540, time_limit=600)
+def prune() -> dict[str, int]:
+    """Leftovers: answers orphaned mid-stream by a dead process, old memory audit events."""
+    result = maintenance.housekeeping_run("prune")
+    logger.info("pruned %s", result, extra={"pruned": result})
+    return result
+
+
+@shared_task(name="hermes_site.optimize_database", soft_time_limit=1700, time_limit=1800)
+def optimize_database() -> list[str]:
+    """SQLite: FTS5 optimize, PRAGMA optimize, WAL checkpoint. PostgreSQL: VACUUM (ANALYZE)."""
+    done = maintenance.database_optimize()
+    logger.info("database optimized", extra={"steps": done})
+    return done

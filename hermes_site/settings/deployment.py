@@ -1,0 +1,274 @@
+"""Running it: host names and the public URL, proxy trust, Redis (channel layer and Celery),
+periodic tasks, login throttling, quotas, the `serve`/`ensure_admin` commands and logs."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .core import VAR_DIR
+from .declare import declare_bool, declare_int, declare_list, declare_str
+
+# --- Host names, the public URL, HTTPS ------------------------------------------------
+ALLOWED_HOSTS = declare_list(
+    "ALLOWED_HOSTS",
+    ["127.0.0.1", "localhost", "[::1]"],
+    help="Host names the site answers to (and websocket Origins it accepts).",
+)
+_allow_any_host = declare_bool(
+    "HERMES_ALLOW_ANY_HOST",
+    False,
+    help="Accept ALLOWED_HOSTS='*' (only when a proxy validates host names).",
+)
+if "*" in ALLOWED_HOSTS and not _allow_any_host:
+    # Channels' origin check reuses ALLOWED_HOSTS: '*' would accept websockets from any site.
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS='*' accepts any Host and any websocket Origin; list your hostnames "
+        "(or set HERMES_ALLOW_ANY_HOST=true if a proxy validates them)."
+    )
+CSRF_TRUSTED_ORIGINS = declare_list(
+    "CSRF_TRUSTED_ORIGINS", [], help="Extra origins (with scheme) trusted for form posts."
+)
+HERMES_PUBLIC_URL = declare_str(
+    "HERMES_PUBLIC_URL", "", help="The site's public URL, scheme and host only."
+).rstrip("/")
+HERMES_BEHIND_PROXY = declare_bool(
+    "HERMES_BEHIND_PROXY", False, help="Believe X-Forwarded-Proto/-Host from the proxy."
+)
+# Read even when the public URL is not https, so a bad value is refused at once.
+_ssl_redirect = declare_bool(
+    "HERMES_SSL_REDIRECT", True, help="Redirect HTTP to HTTPS (https public URL only)."
+)
+_hsts_seconds = declare_int(
+    "HERMES_HSTS_SECONDS", 31536000, min=0, help="HSTS max-age (https public URL only)."
+)
+_hsts_subdomains = declare_bool(
+    "HERMES_HSTS_SUBDOMAINS", True, help="HSTS includeSubDomains (https public URL only)."
+)
+_hsts_preload = declare_bool(
+    "HERMES_HSTS_PRELOAD", False, help="HSTS preload (https public URL only)."
+)
+if HERMES_PUBLIC_URL:
+    _public = urlsplit(HERMES_PUBLIC_URL)
+    if _public.scheme not in ("http", "https") or not _public.hostname or _public.path:
+        raise ImproperlyConfigured(
+            "HERMES_PUBLIC_URL must be a scheme and host, like https://chat.example.org "
+            f"(got {HERMES_PUBLIC_URL!r})."
+        )
+    if HERMES_PUBLIC_URL not in CSRF_TRUSTED_ORIGINS:
+        CSRF_TRUSTED_ORIGINS.append(HERMES_PUBLIC_URL)
+    # The public host needs no second mention in ALLOWED_HOSTS (which also gates websocket
+    # Origins).
+    if _public.hostname not in ALLOWED_HOSTS:
+        ALLOWED_HOSTS.append(_public.hostname)
+    if _public.scheme == "https":
+        SESSION_COOKIE_SECURE = True
+        CSRF_COOKIE_SECURE = True
+        SECURE_SSL_REDIRECT = _ssl_redirect
+        SECURE_HSTS_SECONDS = _hsts_seconds
+        SECURE_HSTS_INCLUDE_SUBDOMAINS = _hsts_subdomains
+        SECURE_HSTS_PRELOAD = _hsts_preload
+if HERMES_BEHIND_PROXY:
+    # Only safe because the proxy overwrites these headers (see deploy/nginx).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    USE_X_FORWARDED_HOST = True
+# The health check stays reachable over plain HTTP for the proxy and monitoring.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if not globals().get("SECURE_HSTS_PRELOAD"):
+    # Preloading is an opt-in for a registrable domain that cannot be undone quickly
+    # (HERMES_HSTS_PRELOAD=true); without it this check can only ever nag.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# Peers whose X-Forwarded-For/-Proto/-Host are believed (the reverse proxy); from anyone
+# else those headers are dropped (core/proxy.py). Addresses or networks.
+HERMES_TRUSTED_PROXIES = declare_list(
+    "HERMES_TRUSTED_PROXIES",
+    ["127.0.0.1", "::1"],
+    help="Addresses or networks of the reverse proxy, whose X-Forwarded-* are believed.",
+)
+for _proxy in HERMES_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy.strip(), strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"HERMES_TRUSTED_PROXIES: {_proxy!r} is not an IP address or network "
+            "(examples: 127.0.0.1, 10.0.0.0/8, ::1)."
+        ) from None
+
+# --- Redis: channel layer and Celery ------------------------------------------------
+REDIS_URL = declare_str(
+    "REDIS_URL", "", help="redis://, rediss:// or unix:// URL of the channel layer and broker."
+)
+if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        "REDIS_URL must start with redis://, rediss:// or unix:// "
+        f"(got {REDIS_URL.split(':')[0]}:…)."
+    )
+_channel_prefix = declare_str(
+    "HERMES_CHANNEL_PREFIX", "hermes", help="Redis key prefix of the channel layer."
+)
+# group_send drops silently when a channel is full, and for channels_redis all sockets of
+# one ASGI process share one Redis inbox: the capacity bounds the messages queued for the
+# whole process, not one tab. 1000 dropped stream deltas with ~100 busy sockets per process.
+_channel_capacity = declare_int(
+    "HERMES_CHANNEL_CAPACITY",
+    20000,
+    min=1,
+    help="Messages the channel layer queues for one ASGI process before dropping.",
+)
+
+
+def _celery_redis_url(url: str) -> str:
+    # redis-py spells a socket unix:///path; kombu and Celery's backend spell it
+    # redis+socket:///path.
+    if url.startswith("unix://"):
+        return "redis+socket://" + url.removeprefix("unix://")
+    return url
+
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+                # how long channels_redis blocks in BZPOPMIN waiting for a message: every
+                # socket quiet for 5 s died with TimeoutError (django/channels_redis#422).
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "prefix": _channel_prefix,
+                "capacity": _channel_capacity,
+                "expiry": 60,
+                "group_expiry": 86400,
+            },
+        }
+    }
+    CELERY_BROKER_URL = _celery_redis_url(REDIS_URL)
+    CELERY_RESULT_BACKEND = _celery_redis_url(REDIS_URL)
+else:
+    # Single-process development and unit tests: no broker, tasks run inline.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+CELERY_TASK_ALWAYS_EAGER = declare_bool(
+    "HERMES_CELERY_EAGER",
+    not REDIS_URL,
+    help="Run Celery tasks inline in the calling process.",
+    default_doc="on without `REDIS_URL`",
+)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = declare_int(
+    "HERMES_TASK_TIME_LIMIT", 600, min=1, help="Hard time limit of a Celery task (seconds)."
+)
+CELERY_TASK_SOFT_TIME_LIMIT = declare_int(
+    "HERMES_TASK_SOFT_TIME_LIMIT",
+    540,
+    min=1,
+    help="Soft time limit of a Celery task (seconds).",
+)
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# Workers log through LOGGING below (JSON on stdout) instead of Celery's own handlers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Distinct queue names let deployments share a Redis.
+CELERY_TASK_DEFAULT_QUEUE = declare_str(
+    "HERMES_CELERY_QUEUE", "celery", help="The Celery queue tasks go to and workers read."
+)
+# Periodic housekeeping, sent by `make beat` (run exactly one beat per deployment). When an
+# app gains something that expires (temporary chats, exports), give it an idempotent task
+# with a time limit and add one line here; tests/deploy checks every entry is registered.
+CELERY_BEAT_SCHEDULE = {
+    "expire": {"task": "hermes_site.expire", "schedule": 15 * 60},
+    "prune": {"task": "hermes_site.prune", "schedule": 60 * 60},
+    "optimize-database": {"task": "hermes_site.optimize_database", "schedule": 24 * 60 * 60},
+    "privacy-expire-exports": {"task": "accounts.exports_expire", "schedule": 30 * 60},
+    "expire-temporary-chats": {"task": "sessions_app.expire_temporary_chats", "schedule": 60 * 60},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Login lockout and quotas ---------------------------------------------------------
+# This many attempts per window and per client address / per username, then refusals (429)
+# until the lockout ends.
+HERMES_LOGIN_MAX_PER_USER = declare_int(
+    "HERMES_LOGIN_MAX_PER_USER", 5, min=0, help="Login attempts per window per username (0: off)."
+)
+HERMES_LOGIN_MAX_PER_IP = declare_int(
+    "HERMES_LOGIN_MAX_PER_IP", 20, min=0, help="Login attempts per window per address (0: off)."
+)
+HERMES_LOGIN_WINDOW_SECONDS = declare_int(
+    "HERMES_LOGIN_WINDOW_SECONDS", 900, min=1, help="Window login attempts are counted in."
+)
+HERMES_LOGIN_LOCKOUT_SECONDS = declare_int(
+    "HERMES_LOGIN_LOCKOUT_SECONDS", 900, min=1, help="How long a login lockout lasts."
+)
+# Team defaults; admins override them per person on the team page.
+HERMES_DAILY_MESSAGE_LIMIT = declare_int(
+    "HERMES_DAILY_MESSAGE_LIMIT", 0, min=0, help="Messages a person may send per day (0: no limit)."
+)
+HERMES_DAILY_TOKEN_LIMIT = declare_int(
+    "HERMES_DAILY_TOKEN_LIMIT",
+    0,
+    min=0,
+    help="Tokens a person's answers may use per day (0: no limit).",
+)
+
+# --- `manage.py serve` and `ensure_admin` ---------------------------------------------
+HERMES_HOST = declare_str("HERMES_HOST", "127.0.0.1", help="Address `make run`/`make serve` bind.")
+HERMES_PORT = declare_int(
+    "HERMES_PORT", 8000, min=1, max=65535, help="Port `make run`/`make serve` listen on."
+)
+HERMES_WORKERS = declare_int(
+    "HERMES_WORKERS", 2, min=1, help="Concurrency of the Celery worker `make run` starts."
+)
+HERMES_ADMIN_USER = declare_str(
+    "HERMES_ADMIN_USER", "admin", help="User name of the first administrator."
+)
+HERMES_ADMIN_PASSWORD = declare_str(
+    "HERMES_ADMIN_PASSWORD",
+    "",
+    help="Password of the first administrator (empty: generated and printed once).",
+    default_doc="generated",
+)
+
+# --- Logs: stdout, one JSON object per line behind a proxy (see core/logs.py) ----
+LOG_FORMAT = declare_str(
+    "LOG_FORMAT",
+    "json" if HERMES_BEHIND_PROXY else "plain",
+    choices=("json", "plain"),
+    help="Log lines as JSON objects or plain text.",
+    default_doc="`json` behind a proxy, else `plain`",
+)
+_log_level = declare_str(
+    "LOG_LEVEL",
+    "INFO",
+    choices=tuple(logging.getLevelNamesMapping()),
+    help="Level of the root logger.",
+)
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"context": {"()": "core.logs.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "core.logs.JsonFormatter"},
+        "plain": {"()": "core.logs.PlainFormatter"},
+    },
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": _log_level},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

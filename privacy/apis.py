@@ -1,0 +1,132 @@
+"""The data subject's own endpoints under /api/me/: who am I, erase my account, and
+"Download my data" (synchronous for small accounts, else export jobs to poll)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import FileResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sessions_app.models import Message
+
+from . import erase, jobs
+from .models import ExportJob
+
+ME = inline_serializer(
+    "Me",
+    {
+        "id": serializers.IntegerField(),
+        "username": serializers.CharField(),
+        "is_staff": serializers.BooleanField(),
+    },
+)
+EXPORT_JOB = OpenApiResponse(
+    description="An export job: id, status, progress, stage, error, "
+    "size, created_at, finished_at, expires_at, url, download_url"
+)
+
+
+class MeApi(APIView):
+    @extend_schema(responses=ME, operation_id="me_retrieve")
+    def get(self, request: Request) -> Response:
+        user = request.user
+        return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})
+
+    @extend_schema(
+        request=inline_serializer("EraseAccount", {"password": serializers.CharField()}),
+        responses={204: None},
+        description="Delete your account and everything stored about you, for good.",
+    )
+    def delete(self, request: Request) -> Response:
+        password = request.data.get("password") if hasattr(request.data, "get") else None
+        erase.account_erase(user=request.user, password=password)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- "Download my data" -----------------------------------------------------------------------
+
+
+def job_payload(job: ExportJob) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": job.pk,
+        "status": job.status,
+        "progress": job.progress,
+        "stage": job.stage,
+        "error": job.error,
+        "size": job.size,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "expires_at": job.expires_at,
+        "url": reverse("api-me-export-job", args=[job.pk]),
+        "download_url": None,
+    }
+    if job.status == ExportJob.Status.DONE:
+        data["download_url"] = reverse("api-me-export-download", args=[job.pk])
+    return data
+
+
+def _zip(download: jobs.Download) -> FileResponse:
+    response = FileResponse(
+        download.handle,
+        as_attachment=True,
+        filename=download.filename,
+        content_type="application/zip",
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class MeExportApi(APIView):
+    @extend_schema(
+        responses={
+            (200, "application/zip"): OpenApiResponse(description="The archive"),
+            202: OpenApiResponse(description="Large account: an export job to poll"),
+        },
+        description=(
+            "Everything stored about you as a zip (manifest.json, export.json and a Hermes "
+            "home with state.db). Accounts with more than HERMES_EXPORT_SYNC_MAX_MESSAGES "
+            "messages (or ?async=1) get 202 and an export job: poll its `url`, then GET its "
+            "`download_url`."
+        ),
+    )
+    def get(self, request: Request) -> Any:
+        size = Message.objects.filter(session__owner=request.user).count()
+        if request.query_params.get("async") or size > settings.HERMES_EXPORT_SYNC_MAX_MESSAGES:
+            job = jobs.export_job_start(user=request.user)
+            body = {
+                "job": job_payload(job),
+                "message": "Your archive is being built; poll `url`, then download it.",
+            }
+            return Response(body, status=202, headers={"Location": body["job"]["url"]})
+        return _zip(jobs.export_open_now(user=request.user))
+
+
+class MeExportJobsApi(APIView):
+    @extend_schema(responses={200: EXPORT_JOB}, operation_id="me_exports_list")
+    def get(self, request: Request) -> Response:
+        return Response({"results": [job_payload(j) for j in jobs.export_jobs(user=request.user)]})
+
+    @extend_schema(request=None, responses={202: OpenApiResponse(description="The job")})
+    def post(self, request: Request) -> Response:
+        job = jobs.export_job_start(user=request.user)
+        payload = job_payload(job)
+        return Response(payload, status=202, headers={"Location": payload["url"]})
+
+
+class MeExportJobApi(APIView):
+    @extend_schema(responses={200: EXPORT_JOB})
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(job_payload(jobs.access_export_job(user=request.user, job_id=job_id)))
+
+
+class MeExportDownloadApi(APIView):
+    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(description="The zip")})
+    def get(self, request: Request, job_id: int) -> Any:
+        return _zip(jobs.export_job_open(user=request.user, job_id=job_id))

@@ -1,0 +1,56 @@
+"""What an import of a Hermes home did, as shown on the Account page and by
+`manage.py import_hermes`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class HermesImportReport:
+    sessions_created: int = 0
+    sessions_skipped: int = 0
+    messages_created: int = 0
+    #: target → what the memory import said ("Imported 3 new entries.").
+    memory: dict[str, str] = field(default_factory=dict)
+    #: Entries the threat scanner refused, one line each.
+    blocked: list[str] = field(default_factory=list)
+    identity: str = ""
+    skills_created: int = 0
+    skills_updated: int = 0
+    skills_unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def added_anything(self) -> bool:
+        return bool(
+            self.sessions_created
+            or self.messages_created
+            or self.skills_created
+            or self.skills_updated
+            or any(not m.startswith("Imported 0 ") for m in self.memory.values())
+        )
+
+    def lines(self) -> list[str]:
+        out = [
+            f"Conversations: {self.sessions_created} imported, {self.sessions_skipped} "
+            f"already there ({self.messages_created} messages).",
+        ]
+        for target, message in self.memory.items():
+            out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")
+        out += [f"Blocked: {b}" for b in self.blocked]
+        if self.identity:
+            out.append(self.identity)
+        if self.skills_created or self.skills_updated or self.skills_unchanged:
+            out.append(
+                f"Skills: {self.skills_created} created, {self.skills_updated} updated, "
+                f"{self.skills_unchanged} unchanged."
+            )
+        out += [f"Note: {w}" for w in self.warnings]
+        out += [f"Error: {e}" for e in self.errors]
+        return out

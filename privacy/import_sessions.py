@@ -1,0 +1,316 @@
+"""Conversations from a Hermes state.db (see hermes_import.py for the whole import):
+sessions with their titles, lineage and counters, and their live messages, checked row by
+row; plus the settings an export of this app keeps in a side table."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from . import statedb
+from .import_report import HermesImportReport
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,32}$")
+ROLES = {"system", "user", "assistant", "tool"}
+STATUSES = {"streaming", "complete", "interrupted", "failed"}
+KINDS = {"", "summary", "carried"}
+_BATCH = 500
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value).replace("\x00", "")
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _decimal(value: Any) -> Decimal:
+    try:
+        return Decimal(str(value or 0)).quantize(Decimal("0.000001"))
+    except (InvalidOperation, ValueError):
+        return Decimal(0)
+
+
+def _col(row: sqlite3.Row, name: str, default: Any = None) -> Any:
+    return row[name] if name in row.keys() else default
+
+
+def _unique_title(title: str, taken: set[str]) -> str:
+    title = title[:100]
+    if title not in taken:
+        return title
+    n = 2
+    while f"{title[:94]} ({n})" in taken:
+        n += 1
+    return f"{title[:94]} ({n})"
+
+
+class SessionImporter:
+    def __init__(self, user: AbstractBaseUser, conn: sqlite3.Connection) -> None:
+        from sessions_app.models import Session
+
+        self.user = user
+        self.conn = conn
+        self.report = HermesImportReport()
+        self.sides = {t for t in statedb.SIDE_TABLES if statedb.has_table(conn, t)}
+        self.message_columns = statedb.table_columns(conn, "messages")
+        #: source session id → our session id, for everything already in the account.
+        self.known: dict[str, str] = {}
+        for sid, config in Session.objects.filter(owner=user).values_list("id", "model_config"):
+            self.known[sid] = sid
+            source = (config or {}).get("imported_from") if isinstance(config, dict) else None
+            if isinstance(source, str):
+                self.known[source] = sid
+        self.titles = set(
+            Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
+        )
+        self.prompts: dict[str, str | None] = {}
+
+    def _prompt(self, row: sqlite3.Row) -> Any:
+        from sessions_app.models import SystemPrompt
+
+        text = None
+        digest = _col(row, "system_prompt_hash")
+        if digest and statedb.has_table(self.conn, "system_prompts"):
+            found = self.conn.execute(
+                "SELECT prompt FROM system_prompts WHERE hash = ?", (digest,)
+            ).fetchone()
+            text = found[0] if found else None
+        if text is None:
+            text = _col(row, "system_prompt")
+        if not text:
+            return None
+        text = _text(text)
+        prompt, _ = SystemPrompt.objects.get_or_create(
+            hash=SystemPrompt.digest(text), defaults={"prompt": text}
+        )
+        return prompt
+
+    def _new_id(self, source_id: str, started: Any) -> tuple[str, dict[str, Any]]:
+        from sessions_app.models import Session, new_session_id
+
+        if SESSION_ID.match(source_id) and not Session.objects.filter(pk=source_id).exists():
+            return source_id, {}
+        # Taken (by another account, e.g. the same export imported twice on one site) or
+        # not an id we can store: a fresh id, with the original remembered for re-imports.
+        while True:
+            candidate = new_session_id()
+            if started is not None:
+                candidate = f"{started:%Y%m%d_%H%M%S}_{candidate[-6:]}"
+            if not Session.objects.filter(pk=candidate).exists():
+                return candidate, {"imported_from": source_id}
+
+    def run(self) -> HermesImportReport:
+        from sessions_app.models import Session
+
+        created: dict[str, str | None] = {}  # our id → source parent id
+        for row in self.conn.execute("SELECT * FROM sessions ORDER BY started_at, id"):
+            source_id = _text(row["id"])
+            if source_id in self.known:
+                self.report.sessions_skipped += 1
+                continue
+            try:
+                with transaction.atomic():
+                    session = self._session(row, source_id)
+                    self._messages(row, session)
+            except (IntegrityError, ValueError, sqlite3.Error) as exc:
+                self.report.errors.append(f"Conversation {source_id}: not imported ({exc}).")
+                continue
+            self.known[source_id] = session.pk
+            created[session.pk] = _text(_col(row, "parent_session_id")) or None
+            self.report.sessions_created += 1
+        # Lineage last: a parent may come later in the file than its child.
+        for our_id, parent in created.items():
+            if parent and parent in self.known and self.known[parent] != our_id:
+                Session.objects.filter(pk=our_id, owner=self.user).update(
+                    parent_id=self.known[parent]
+                )
+        return self.report
+
+    def _session(self, row: sqlite3.Row, source_id: str) -> Any:
+        from sessions_app.models import Session
+
+        started = statedb.from_epoch(row["started_at"])
+        if started is None:
+            raise ValueError("it has no start time")
+        ended = statedb.from_epoch(_col(row, "ended_at"))
+        if ended is not None and ended < started:
+            ended = started
+        session_id, marker = self._new_id(source_id, started)
+        config = statedb.parse_json(_col(row, "model_config"))
+        config = config if isinstance(config, dict) else {}
+        config.update(marker)
+        title = _text(_col(row, "title")).strip() or None
+        if title is not None:
+            title = _unique_title(title, self.titles)
+            self.titles.add(title)
+        temporary = False
+        if "hermes_web_sessions" in self.sides:
+            extra = self.conn.execute(
+                "SELECT temporary FROM hermes_web_sessions WHERE id = ?", (source_id,)
+            ).fetchone()
+            temporary = bool(extra and extra[0])
+        return Session.objects.create(
+            id=session_id,
+            owner=self.user,
+            source=_text(_col(row, "source")) or "hermes",
+            model=_text(_col(row, "model"))[:200],
+            model_config=config,
+            system_prompt=self._prompt(row),
+            started_at=started,
+            ended_at=ended,
+            end_reason=_text(_col(row, "end_reason"))[:32],
+            message_count=_int(_col(row, "message_count")),
+            tool_call_count=_int(_col(row, "tool_call_count")),
+            api_call_count=_int(_col(row, "api_call_count")),
+            input_tokens=_int(_col(row, "input_tokens")),
+            output_tokens=_int(_col(row, "output_tokens")),
+            cache_read_tokens=_int(_col(row, "cache_read_tokens")),
+            cache_write_tokens=_int(_col(row, "cache_write_tokens")),
+            reasoning_tokens=_int(_col(row, "reasoning_tokens")),
+            estimated_cost_usd=_decimal(_col(row, "estimated_cost_usd")),
+            title=title,
+            title_source=_text(_col(row, "title_source"))[:16],
+            last_activity_at=statedb.from_epoch(_col(row, "last_activity_at")) or started,
+            archived=bool(_col(row, "archived", 0)),
+            pinned=bool(_col(row, "pinned", 0)),
+            temporary=temporary,
+            compression_failure_error=_text(_col(row, "compression_failure_error"))[:300],
+            compression_cooldown_until=statedb.from_epoch(
+                _col(row, "compression_failure_cooldown_until")
+            ),
+        )
+
+    def _message_rows(self, source_id: str) -> Iterable[sqlite3.Row]:
+        where = "m.session_id = ?"
+        # Live rows only: compaction-archived and rewound rows are not part of the
+        # conversation Hermes continues from.
+        if "active" in self.message_columns:
+            where += " AND m.active = 1"
+        if "hermes_web_messages" in self.sides:
+            sql = (
+                "SELECT m.*, x.kind AS x_kind, x.status AS x_status, "  # noqa: S608 - constants
+                "x.context_block AS x_context, x.model AS x_model, "
+                "x.prompt_tokens AS x_prompt, x.completion_tokens AS x_completion, "
+                "x.cached_tokens AS x_cached, x.reasoning_tokens AS x_reasoning, "
+                "x.cost_usd AS x_cost FROM messages m "
+                "LEFT JOIN hermes_web_messages x ON x.id = m.id "
+                f"WHERE {where} ORDER BY m.id"
+            )
+        else:
+            sql = f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.id"  # noqa: S608
+        return self.conn.execute(sql, (source_id,))
+
+    def _messages(self, row: sqlite3.Row, session: Any) -> None:
+        from sessions_app.models import Message
+
+        source_id = _text(row["id"])
+        carried = self._parent_texts(row)
+        skipped_roles = 0
+        batch: list[Message] = []
+        for m in self._message_rows(source_id):
+            role = _text(m["role"])
+            if role not in ROLES:
+                skipped_roles += 1
+                continue
+            content = _text(m["content"])
+            tool_calls = statedb.parse_json(_col(m, "tool_calls"))
+            kind = _text(_col(m, "x_kind")) if _col(m, "x_kind") is not None else None
+            if kind is None:
+                if _col(m, "_compressed_summary", 0):
+                    kind = "summary"
+                elif (role, content) in carried:
+                    kind = "carried"
+                else:
+                    kind = ""
+            status = _text(_col(m, "x_status")) if _col(m, "x_status") is not None else None
+            if status is None:
+                status = "complete" if role == "assistant" else ""
+            if role != "assistant" or status not in STATUSES:
+                status = "" if role != "assistant" else "complete"
+            message = Message(
+                session=session,
+                role=role,
+                content=content,
+                tool_call_id=_text(_col(m, "tool_call_id"))[:200]
+                or ("missing" if role == "tool" else ""),
+                tool_calls=tool_calls if isinstance(tool_calls, list | dict) else None,
+                tool_name=_text(_col(m, "tool_name"))[:200],
+                timestamp=statedb.from_epoch(m["timestamp"]) or session.started_at,
+                token_count=_int(_col(m, "token_count")) if _col(m, "token_count") else None,
+                finish_reason=_text(_col(m, "finish_reason"))[:32],
+                reasoning=_text(_col(m, "reasoning") or _col(m, "reasoning_content")),
+                status=status,
+                kind=kind if kind in KINDS else "",
+                context_block=_text(_col(m, "x_context")),
+                model=_text(_col(m, "x_model"))[:200],
+                prompt_tokens=_int(_col(m, "x_prompt")),
+                completion_tokens=_int(_col(m, "x_completion")),
+                cached_tokens=_int(_col(m, "x_cached")),
+                reasoning_tokens=_int(_col(m, "x_reasoning")),
+                cost_usd=_decimal(_col(m, "x_cost")),
+            )
+            batch.append(message)
+            if len(batch) >= _BATCH:
+                Message.objects.bulk_create(batch)
+                self.report.messages_created += len(batch)
+                batch = []
+        if batch:
+            Message.objects.bulk_create(batch)
+            self.report.messages_created += len(batch)
+        if skipped_roles:
+            self.report.warnings.append(
+                f"Conversation {source_id}: {skipped_roles} message(s) with an unknown role "
+                "were skipped."
+            )
+
+    def _parent_texts(self, row: sqlite3.Row) -> set[tuple[str, str]]:
+        """For a Hermes compression continuation (no side table): the (role, content) of the
+        parent's messages, to recognise the ones carried over into the child."""
+        if "hermes_web_messages" in self.sides:
+            return set()
+        parent = _col(row, "parent_session_id")
+        if not parent:
+            return set()
+        ended = self.conn.execute(
+            "SELECT end_reason FROM sessions WHERE id = ?", (parent,)
+        ).fetchone()
+        if not ended or ended[0] != "compression":
+            return set()
+        return {
+            (_text(r[0]), _text(r[1]))
+            for r in self.conn.execute(
+                "SELECT role, content FROM messages WHERE session_id = ?", (parent,)
+            )
+        }
+
+
+def profile_settings_import(user: AbstractBaseUser, conn: sqlite3.Connection) -> None:
+    """Settings from an export of this app (state.db side table); only filled in where the
+    account has none yet, so an import never overwrites what the person set here."""
+    from accounts.services import profile_get
+
+    if not statedb.has_table(conn, "hermes_web_profile"):
+        return
+    values = dict(conn.execute("SELECT key, value FROM hermes_web_profile").fetchall())
+    profile = profile_get(user=user)
+    changed = []
+    if values.get("custom_instructions") and not profile.custom_instructions:
+        profile.custom_instructions = _text(values["custom_instructions"])
+        changed.append("custom_instructions")
+    if changed:
+        profile.save(update_fields=changed)

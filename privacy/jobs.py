@@ -1,0 +1,253 @@
+"""Export jobs: "Download my data" built by a Celery task with progress, downloadable by
+its owner only, deleted after HERMES_EXPORT_EXPIRY_HOURS.
+
+The ExportJob row is the job (claimed with a conditional UPDATE, so a redelivered task
+does nothing). Files live in HERMES_EXPORT_DIR under random names; a job whose row
+disappears while it runs (the account was erased) deletes its own file.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.exceptions import NotFound, ServiceError
+from core.queue import task_send
+
+from .export import build_export
+from .models import ExportJob
+
+logger = logging.getLogger(__name__)
+
+#: How often a running export writes its progress to the database (seconds).
+PROGRESS_INTERVAL = 1.0
+
+
+class Cancelled(Exception):
+    """The job's row is gone (account erased) or no longer ours: stop and clean up."""
+
+
+def export_dir() -> Path:
+    path = Path(settings.HERMES_EXPORT_DIR)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _file_of(job: ExportJob) -> Path | None:
+    if not job.file_name:
+        return None
+    # file_name is ours (random hex), never user input; refuse anything else anyway.
+    if "/" in job.file_name or job.file_name.startswith("."):
+        return None
+    return export_dir() / job.file_name
+
+
+def export_filename(user: AbstractBaseUser, when: datetime | None = None) -> str:
+    """The name the browser saves the archive under."""
+    stamp = timezone.localtime(when or timezone.now()).strftime("%Y%m%d-%H%M")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user.get_username())
+    return f"hermes-export-{safe}-{stamp}.zip"
+
+
+# --- starting -------------------------------------------------------------------------------
+
+
+def export_job_start(*, user: AbstractBaseUser) -> ExportJob:
+    """Queue an export for `user`, or return the one already queued or running (a second
+    click must not build two archives)."""
+    stale = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
+    with transaction.atomic():
+        active = (
+            ExportJob.objects.filter(owner=user, status__in=["queued", "running"])
+            .filter(Q(started_at__isnull=True) | Q(started_at__gt=stale))
+            .filter(created_at__gt=stale)
+            .first()
+        )
+        if active is not None:
+            return active
+        job = ExportJob.objects.create(owner=user, task_id=uuid.uuid4().hex)
+        job_id, task_id = job.pk, job.task_id
+        transaction.on_commit(lambda: task_send("accounts.export_build", job_id, task_id=task_id))
+    return job
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _claim(job_id: int) -> bool:
+    stale = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
+    return (
+        ExportJob.objects.filter(pk=job_id)
+        .filter(Q(status="queued") | Q(status="running", started_at__lt=stale))
+        .update(status="running", started_at=timezone.now(), progress=0, stage="Starting")
+        == 1
+    )
+
+
+def export_job_run(*, job_id: int) -> str:
+    """Build the archive of job `job_id`; returns the job's final status. Safe to run twice:
+    only the run that claims the job builds anything."""
+    if not _claim(job_id):
+        status = ExportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
+        return status or "gone"
+    job = ExportJob.objects.select_related("owner").get(pk=job_id)
+    target = export_dir() / f"{secrets.token_hex(16)}.zip"
+    last = [0.0]
+
+    def progress(pct: int, stage: str) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_INTERVAL and pct < 100:
+            return
+        last[0] = now
+        changed = ExportJob.objects.filter(pk=job_id, status="running").update(
+            progress=max(0, min(100, pct)), stage=stage[:200]
+        )
+        if not changed:
+            raise Cancelled
+
+    try:
+        stats = build_export(user=job.owner, target=target, progress=progress)
+    except Cancelled:
+        target.unlink(missing_ok=True)
+        return "cancelled"
+    except Exception as exc:
+        target.unlink(missing_ok=True)
+        logger.exception("export %s failed", job_id)
+        ExportJob.objects.filter(pk=job_id).update(
+            status="failed",
+            error=f"The archive could not be built ({type(exc).__name__}). Try again.",
+            finished_at=timezone.now(),
+        )
+        return "failed"
+    now = timezone.now()
+    changed = ExportJob.objects.filter(pk=job_id, status="running").update(
+        status="done",
+        progress=100,
+        stage="Ready",
+        file_name=target.name,
+        size=stats.size,
+        finished_at=now,
+        expires_at=now + timedelta(hours=settings.HERMES_EXPORT_EXPIRY_HOURS),
+    )
+    if not changed:
+        # Erased (or expired by hand) while we built it: the file must not outlive the row.
+        target.unlink(missing_ok=True)
+        return "cancelled"
+    return "done"
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def export_jobs(*, user: AbstractBaseUser, limit: int = 5) -> list[ExportJob]:
+    return list(ExportJob.objects.filter(owner=user).order_by("-created_at", "-id")[:limit])
+
+
+def access_export_job(*, user: AbstractBaseUser, job_id: int) -> ExportJob:
+    """The user's job; another user's id is indistinguishable from a missing one."""
+    job = ExportJob.objects.filter(pk=job_id, owner=user).first()
+    if job is None:
+        raise NotFound("export")
+    return job
+
+
+@dataclass(frozen=True)
+class Download:
+    handle: IO[bytes]
+    filename: str
+    size: int
+
+
+def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
+    """Open the finished archive of one of the user's jobs for download."""
+    job = access_export_job(user=user, job_id=job_id)
+    if job.status == ExportJob.Status.EXPIRED or (
+        job.expires_at is not None and job.expires_at <= timezone.now()
+    ):
+        raise ServiceError("expired", "This download has expired; start a new export.", status=410)
+    if job.status != ExportJob.Status.DONE:
+        raise ServiceError(
+            "not_ready", "The archive is not ready yet.", status=409, progress=job.progress
+        )
+    path = _file_of(job)
+    try:
+        handle = path.open("rb") if path is not None else None
+    except FileNotFoundError:
+        handle = None
+    if handle is None:
+        raise ServiceError(
+            "expired", "This download is no longer available; start a new export.", status=410
+        )
+    return Download(handle, export_filename(user, job.finished_at), job.size)
+
+
+def export_open_now(*, user: AbstractBaseUser) -> Download:
+    """Build the archive right away (small accounts, GET /api/me/export/) and return it
+    open. The file is unlinked as soon as it is open, so nothing stays in var/ after the
+    response is sent (or if the client goes away)."""
+    target = export_dir() / f"{secrets.token_hex(16)}.zip"
+    try:
+        stats = build_export(user=user, target=target)
+        handle = target.open("rb")
+    finally:
+        target.unlink(missing_ok=True)
+    return Download(handle, export_filename(user), stats.size)
+
+
+# --- expiry and erasure ---------------------------------------------------------------------
+
+
+def export_files_delete(*, jobs: list[ExportJob]) -> int:
+    deleted = 0
+    for job in jobs:
+        path = _file_of(job)
+        if path is not None and path.exists():
+            path.unlink(missing_ok=True)
+            deleted += 1
+    return deleted
+
+
+def exports_expire(*, now: datetime | None = None) -> int:
+    """Delete archives past their expiry (and leftovers of builds that died); returns how
+    many files were removed. Idempotent."""
+    now = now or timezone.now()
+    expired = list(ExportJob.objects.filter(status="done", expires_at__lte=now))
+    removed = export_files_delete(jobs=expired)
+    ExportJob.objects.filter(pk__in=[j.pk for j in expired]).update(
+        status="expired", file_name="", stage="Expired"
+    )
+    # Files no finished job points to, older than any build can take: a crashed build.
+    directory = export_dir()
+    keep = set(
+        ExportJob.objects.filter(status="done")
+        .exclude(file_name="")
+        .values_list("file_name", flat=True)
+    )
+    cutoff = time.time() - settings.HERMES_EXPORT_TASK_LIMIT - 3600
+    for path in directory.iterdir():
+        if path.name in keep:
+            continue
+        try:
+            if path.stat().st_mtime >= cutoff:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink()
+            removed += 1
+        except FileNotFoundError:
+            continue
+    return removed

@@ -1,0 +1,105 @@
+"""What the privacy app stores itself: "Download my data" jobs and the audit log of
+administrators reading other people's content. Both tables predate the app (they were
+created by accounts' migrations) and keep their names."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ExportJob(models.Model):
+    """One "Download my data" archive, built by a Celery task and downloadable by its owner
+    until `expires_at`. The row is the job: the task claims it (`running`) with a
+    conditional UPDATE, reports `progress`, and finishes it (`done` or `failed`)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting"
+        RUNNING = "running", "Building"
+        DONE = "done", "Ready"
+        FAILED = "failed", "Failed"
+        EXPIRED = "expired", "Expired"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="export_jobs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    #: 0–100, and what the task is doing now ("Conversations 120/400").
+    progress = models.PositiveSmallIntegerField(default=0)
+    stage = models.CharField(max_length=200, blank=True, default="")
+    #: File name under HERMES_EXPORT_DIR (never a path chosen by a user).
+    file_name = models.CharField(max_length=200, blank=True, default="")
+    size = models.PositiveBigIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True, default="")
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # The table kept its name when the model moved here from accounts.
+        db_table = "accounts_exportjob"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="exportjob_owner_idx"),
+            models.Index(fields=["status", "expires_at"], name="exportjob_expiry_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed", "expired"]),
+                name="exportjob_status_valid",
+            ),
+            models.CheckConstraint(condition=Q(progress__lte=100), name="exportjob_progress_pct"),
+        ]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} of {self.owner_id} ({self.status})"
+
+
+class AdminContentAccess(models.Model):
+    """An administrator looked at (or exported, or deleted) someone else's content in the
+    admin. Only written when HERMES_ADMIN_CONTENT_ACCESS is on; holds no content itself.
+    The people are kept as SET_NULL so erasing either account leaves an anonymous record."""
+
+    class Action(models.TextChoices):
+        LIST = "list", "Listed"
+        VIEW = "view", "Opened"
+        DELETE = "delete", "Deleted"
+        EXPORT = "export", "Exported"
+
+    viewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    subject = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Whose content it was (empty for a list spanning several people).",
+    )
+    action = models.CharField(max_length=8, choices=Action.choices)
+    model = models.CharField(max_length=100)
+    object_id = models.CharField(max_length=64, blank=True, default="")
+    rows = models.PositiveIntegerField(default=1)
+    path = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "accounts_admincontentaccess"
+        ordering = ["-created_at", "-id"]
+        verbose_name = "admin content access"
+        verbose_name_plural = "admin content access log"
+        indexes = [
+            models.Index(fields=["subject", "-created_at"], name="admincontent_subject_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.model} {self.object_id}".strip()

@@ -1,0 +1,28 @@
+"""The privacy app's own tables in the registry: export jobs and the admin access log."""
+
+from __future__ import annotations
+
+from . import registry
+from .models import AdminContentAccess, ExportJob
+
+
+def register() -> None:
+    """Called from the app's ready()."""
+    registry.register(
+        ExportJob,
+        owner_path="owner",
+        section="data_exports",
+        category="Your data exports",
+        provided=False,
+        content=False,
+    )
+    registry.register(
+        AdminContentAccess,
+        owner_path="subject",
+        section="admin_content_access",
+        category="Administrators who opened your content",
+        provided=False,
+        content=False,
+        # Kept for accountability; erasing the account makes the rows anonymous (SET_NULL).
+        on_erase="keep",
+    )

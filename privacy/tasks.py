@@ -1,0 +1,38 @@
+"""Celery tasks of the privacy app: data exports and the follow-up of an account erasure.
+They keep the `accounts.` names they had before the app existed, so queued tasks still run.
+They take ids, re-fetch, and are safe to run twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from .erase import erasure_scrub
+from .jobs import export_job_run
+from .jobs import exports_expire as expire
+
+
+@shared_task(
+    name="accounts.export_build",
+    soft_time_limit=settings.HERMES_EXPORT_TASK_LIMIT,
+    time_limit=settings.HERMES_EXPORT_TASK_LIMIT + 30,
+    acks_late=True,
+)
+def export_build(job_id: int) -> dict[str, object]:
+    """Build the archive of ExportJob `job_id`. The result holds no personal data (it is
+    kept in the result backend): only the job id and its final status."""
+    return {"job": job_id, "status": export_job_run(job_id=job_id)}
+
+
+@shared_task(name="accounts.exports_expire", time_limit=300)
+def exports_expire() -> int:
+    """Delete export archives past HERMES_EXPORT_EXPIRY_HOURS (periodic)."""
+    return expire()
+
+
+@shared_task(name="accounts.erasure_followup", time_limit=1800, soft_time_limit=1700)
+def erasure_followup(user_id: int, groups: list[str]) -> list[str]:
+    """After an account erasure: drop the person's channel groups and queued socket
+    messages, then compact storage (SQLite: FTS optimize + WAL checkpoint; PostgreSQL:
+    VACUUM) so deleted rows are not recoverable. Idempotent."""
+    return erasure_scrub(user_id=user_id, groups=groups)

@@ -1,0 +1,124 @@
+"""The privacy actions of the Account page: download my data, import a Hermes home, forget
+all memory, delete my account. Thin: each checks who is asking and calls a service; a
+refusal is flashed back on the Account page's section (`errors_back_to`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from core.middleware import errors_back_to
+
+from . import erase, jobs
+from .hermes_import import hermes_import_zip
+
+#: Report lines shown after an import (the rest are summarised).
+MAX_REPORT_LINES = 12
+
+
+def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
+    """What the Account page's data section shows (used by accounts.views.account)."""
+    from memory.models import MemoryEntry
+
+    return {
+        "export_jobs": jobs.export_jobs(user=user, limit=3),
+        "export_expiry_hours": settings.HERMES_EXPORT_EXPIRY_HOURS,
+        "temporary_chat_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
+        "memory_entry_count": MemoryEntry.objects.filter(owner=user).count(),
+        "import_max_mb": settings.HERMES_IMPORT_MAX_MB,
+    }
+
+
+def _back(anchor: str) -> HttpResponse:
+    return redirect(reverse("account") + f"#{anchor}")
+
+
+@login_required
+@require_POST
+def export_start(request: HttpRequest) -> HttpResponse:
+    job = jobs.export_job_start(user=request.user)
+    if job.status == "done":
+        messages.success(request, "Your archive is ready to download.")
+    else:
+        messages.success(
+            request,
+            "Building your archive. This page shows its progress; download it when it is ready.",
+        )
+    return _back("data")
+
+
+@login_required
+@require_GET
+@errors_back_to("account", anchor="data")
+def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
+    download = jobs.export_job_open(user=request.user, job_id=job_id)
+    response = FileResponse(
+        download.handle,
+        as_attachment=True,
+        filename=download.filename,
+        content_type="application/zip",
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+@errors_back_to("account", anchor="import")
+def hermes_import_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("home")
+    if upload is None:
+        messages.error(request, "Choose a zip of your Hermes home (or of a Hermes Web export).")
+        return _back("import")
+    report = hermes_import_zip(user=request.user, upload=upload)
+    lines = report.lines()
+    shown, rest = lines[:MAX_REPORT_LINES], len(lines) - MAX_REPORT_LINES
+    level = messages.SUCCESS if report.ok else messages.WARNING
+    messages.add_message(
+        request, level, "Import finished." if report.ok else "Import finished with problems."
+    )
+    for line in shown:
+        messages.add_message(
+            request,
+            messages.ERROR if line.startswith(("Error", "Blocked")) else messages.INFO,
+            line,
+        )
+    if rest > 0:
+        messages.info(request, f"… and {rest} more line(s); `manage.py import_hermes` prints all.")
+    return _back("import")
+
+
+@login_required
+@require_POST
+def memory_forget(request: HttpRequest) -> HttpResponse:
+    if request.POST.get("confirm") != "forget":
+        messages.error(request, "Tick the box to confirm that all memory should be forgotten.")
+        return _back("memory-forget")
+    report = erase.memory_forget_all(user=request.user)
+    entries = report.rows.get("memory.MemoryEntry", 0)
+    messages.success(
+        request,
+        f"Forgot all memory: {entries} entr{'y' if entries == 1 else 'ies'} and their history "
+        "are gone. New conversations start without them.",
+    )
+    return _back("memory-forget")
+
+
+@login_required
+@require_POST
+@errors_back_to("account", anchor="delete")
+def account_delete(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    username = user.get_username()
+    erase.account_erase(user=user, password=request.POST.get("password", ""))
+    logout(request)
+    return render(request, "accounts/deleted.html", {"username": username})
