@@ -9,7 +9,7 @@ import socket
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from devtools.scripted_llm.script import (
     _ARGUMENT_PIECE,
@@ -25,9 +25,6 @@ from devtools.scripted_llm.script import (
     count_prompt_tokens,
 )
 
-if TYPE_CHECKING:
-    from devtools.scripted_llm.server import ScriptedLLM
-
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -35,7 +32,9 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], llm: ScriptedLLM) -> None:
+    # `llm` is the ScriptedLLM (devtools.scripted_llm.server) that owns this server; not
+    # imported here, since that module imports this one.
+    def __init__(self, address: tuple[str, int], llm: Any) -> None:
         self.llm = llm
         super().__init__(address, _Handler)
 
