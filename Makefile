@@ -1,10 +1,15 @@
-# Hermes Web — everything installs into .venv from requirements.txt.
+# Hermes Web — everything installs into .venv: what the site runs from requirements.txt
+# (`make install`, `make run`), the test, lint and benchmark tools from requirements-dev.txt
+# (`make install-dev`, which the test, lint and bench targets call).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
+DEV_STAMP := $(VENV)/.installed-requirements-dev
+# Workers of `make test-fast` (pytest-xdist); each gets its own test database and Redis prefix.
+FAST_WORKERS ?= auto
 
-.PHONY: install run serve test lint format worker beat bench migrate clean
+.PHONY: install install-dev run serve test test-fast lint format worker beat bench migrate clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,7 +17,13 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 migrate: install
 	$(PY) manage.py migrate --noinput
@@ -24,14 +35,19 @@ run: migrate
 	$(PY) manage.py serve
 
 ## make test: the whole test suite (uses DATABASE_URL / REDIS_URL when set)
-test: install
+test: install-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+## make test-fast: everything but the tests that start processes (worker, server, browser;
+## marked `slow`), in parallel. `make test` stays the reference (CI runs it).
+test-fast: install-dev
+	$(PY) -m pytest -m "not slow" -n $(FAST_WORKERS) $(PYTEST_ARGS)
+
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -57,7 +73,7 @@ beat: install
 	@test -n "$$REDIS_URL" || (echo "make beat needs REDIS_URL"; exit 2)
 	exec $(VENV)/bin/celery -A hermes_site beat --loglevel INFO
 
-bench: install
+bench: install-dev
 	$(PY) -m bench
 
 clean:

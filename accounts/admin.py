@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 
 from privacy.admin_base import OwnedModelAdmin
 
@@ -12,7 +16,7 @@ class ProfileAdmin(OwnedModelAdmin):
     owner_field = "user"
     list_display = ("user", "memory_enabled", "memory_write_approval")
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         # Profiles are created with their user.
         return request.user.is_superuser
 
@@ -23,7 +27,7 @@ class ApiTokenAdmin(OwnedModelAdmin):
     list_display = ("name", "user", "prefix", "created_at", "last_used_at")
     readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         # Keys are shown once, on the account page; the admin cannot display them.
         return False
 
@@ -38,13 +42,13 @@ class MembershipAdmin(OwnedModelAdmin):
     list_filter = ("role",)
     readonly_fields = ("invited_by", "created_at", "updated_at")
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return request.user.is_active and request.user.is_superuser
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_superuser
 
-    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return request.user.is_active and request.user.is_superuser
 
 
@@ -55,21 +59,21 @@ class LoginThrottleAdmin(OwnedModelAdmin):
     list_display = ("key", "attempts", "window_started_at", "locked_until")
     readonly_fields = ("key", "attempts", "window_started_at", "locked_until")
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         qs = admin.ModelAdmin.get_queryset(self, request)
         return qs if request.user.is_superuser else qs.none()
 
-    def has_view_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Staff get an empty list (get_queryset); a row by id is superusers' only.
         if obj is not None:
             return request.user.is_active and request.user.is_superuser
         return self._is_staff(request)
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return request.user.is_active and request.user.is_superuser

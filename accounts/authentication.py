@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from .models import ApiToken
 
@@ -12,7 +15,7 @@ from .models import ApiToken
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     keywords = ("bearer", "token")
 
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
         header = authentication.get_authorization_header(request).decode("latin-1").split()
         if not header or header[0].lower() not in self.keywords:
             return None
@@ -28,7 +31,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return token.user, token
 
-    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request: Request) -> str:
         return "Bearer"
 
 
@@ -38,5 +41,5 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
     target_class = "accounts.authentication.ApiTokenAuthentication"
     name = "apiToken"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "A personal API token."}

@@ -24,8 +24,8 @@ def _is_team_admin(request: HttpRequest) -> bool:
     if not hasattr(request, "_hermes_team_admin"):
         from accounts.selectors import is_team_admin
 
-        request._hermes_team_admin = is_team_admin(request.user)  # type: ignore[attr-defined]
-    return request._hermes_team_admin  # type: ignore[attr-defined]
+        request._hermes_team_admin = is_team_admin(request.user)
+    return request._hermes_team_admin
 
 
 def _navigation(request: HttpRequest) -> list[dict[str, object]]:

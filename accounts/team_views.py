@@ -79,7 +79,7 @@ def team(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _member_or_404(request: HttpRequest, user_id: int):  # type: ignore[no-untyped-def]
+def _member_or_404(request: HttpRequest, user_id: int):
     _require_admin(request)
     row = selectors.team_member(user_id=user_id)
     if row is None:
@@ -123,7 +123,7 @@ def member(request: HttpRequest, user_id: int) -> HttpResponse:
     )
 
 
-def _act(request: HttpRequest, user_id: int, action, success: str) -> HttpResponse:  # type: ignore[no-untyped-def]
+def _act(request: HttpRequest, user_id: int, action, success: str) -> HttpResponse:
     """Run a member action; its views are marked `errors_back_to` their member page, where
     ServiceErrorMiddleware flashes a refusal (and a NotFound is the 404 page)."""
     _require_admin(request)
@@ -220,7 +220,7 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
     post_reset_login = True
     success_url = reverse_lazy("dashboard")
 
-    def form_valid(self, form):  # type: ignore[no-untyped-def]
+    def form_valid(self, form):
         response = super().form_valid(form)
         messages.success(self.request, "Your password is set. Welcome!")
         return response

@@ -147,7 +147,7 @@ def _start_model(port: int) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "tests.support.scripted_llm",
+            "devtools.scripted_llm",
             "--port",
             str(port),
             "--reply",
@@ -200,8 +200,8 @@ def _mean_gap_ms(arrivals: list[float]) -> float:
 def run(vendor: str) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
+    from devtools.scripted_llm import ScriptedLLM
     from tests.conftest import free_port
-    from tests.support.scripted_llm import ScriptedLLM
 
     User = get_user_model()
     users = [User.objects.create_user(f"bench{i}", password="x" * 12) for i in range(CHATS)]

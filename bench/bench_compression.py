@@ -18,10 +18,10 @@ def run(vendor: str) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from devtools.scripted_llm import ScriptedLLM
     from hermes_site.asgi import application
     from sessions_app.lineage import compression_chain
     from sessions_app.models import Session
-    from tests.support.scripted_llm import ScriptedLLM
 
     user = get_user_model().objects.create_user("bench", password="x" * 12)
     client = Client()

@@ -241,7 +241,7 @@ def generate(owner_id: int, outsider_id: int, emit: Any) -> dict[str, Any]:
             length = {"user": 14, "assistant": 32, "tool": 50}[role]
             content = gen.text(rng.randint(length // 2, length * 3 // 2), chinese=zh, topic=topic)
             if i in needle_slots:
-                content = f"{content} {needle[1]}."  # type: ignore[index]
+                content = f"{content} {needle[1]}."
             row = dict(message_defaults)
             row.update(
                 id=message_id,

@@ -114,7 +114,7 @@ class RequestIdMiddleware:
         if is_trusted(request.META.get("REMOTE_ADDR", "")):
             offered = request.META.get("HTTP_X_REQUEST_ID")
         request_id = new_request_id(offered)
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id
         token = request_id_var.set(request_id)
         started = time.monotonic()
         try:

@@ -68,7 +68,7 @@ def errors_back_to(
 
     def mark(view: _View) -> _View:
         # functools.wraps copies __dict__, so the mark survives login_required & co.
-        view.service_error_back = _Back(to, tuple(args), anchor)  # type: ignore[attr-defined]
+        view.service_error_back = _Back(to, tuple(args), anchor)
         return view
 
     return mark

@@ -104,7 +104,7 @@ class MemoryEntryAdmin(OwnedModelAdmin):
     def short_content(self, obj: MemoryEntry) -> str:
         return obj.content if len(obj.content) <= 80 else obj.content[:79] + "…"
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         form_class = super().get_form(request, obj, change=change, **kwargs)
         return type(form_class.__name__, (form_class,), {"request": request})
 

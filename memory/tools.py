@@ -103,7 +103,7 @@ def _stop_result(failures: int) -> ToolResult:
     )
 
 
-def _run(ctx: ToolContext, args: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _run(ctx: ToolContext, args: dict[str, Any]):
     enabled, _approval = memory_settings(user=ctx.user)
     if not enabled:
         raise ServiceError(

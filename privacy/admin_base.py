@@ -33,9 +33,9 @@ class OwnedModelAdmin(admin.ModelAdmin):
             def get_queryset(self: OwnedModelAdmin, request: HttpRequest) -> QuerySet:
                 return self.guard_content(request, own(self, request))
 
-            get_queryset._content_guarded = True  # type: ignore[attr-defined]
+            get_queryset._content_guarded = True
             get_queryset.__doc__ = own.__doc__
-            cls.get_queryset = get_queryset  # type: ignore[method-assign]
+            cls.get_queryset = get_queryset
 
     def _is_staff(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff
@@ -184,7 +184,7 @@ class OwnedModelAdmin(admin.ModelAdmin):
         qs = qs.filter(**{self.owner_field: request.user})
         return qs.distinct() if "__" in self.owner_field else qs
 
-    get_queryset._content_guarded = True  # type: ignore[attr-defined]
+    get_queryset._content_guarded = True
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self._is_staff(request)

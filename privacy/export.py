@@ -267,8 +267,8 @@ def _write_conversations(
             u.reasoning += m.reasoning_tokens
             u.cost += m.cost_usd or 0
             ts = statedb.to_epoch(m.timestamp)
-            u.first = ts if u.first is None else min(u.first, ts)  # type: ignore[type-var]
-            u.last = ts if u.last is None else max(u.last, ts)  # type: ignore[type-var]
+            u.first = ts if u.first is None else min(u.first, ts)
+            u.last = ts if u.last is None else max(u.last, ts)
         db.executemany(
             _USAGE_SQL,
             [

@@ -227,7 +227,7 @@ class SessionListApi(ListAPIView):
 
     serializer_class = SessionSerializer
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return (
             Session.objects.filter(owner=self.request.user)
             .exclude(end_reason=Session.EndReason.COMPRESSION)
@@ -269,7 +269,7 @@ class SessionMessagesApi(ListAPIView):
 
     serializer_class = MessageSerializer
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         session = session_services.access_session(
             user=self.request.user, session_id=self.kwargs["session_id"]
         )

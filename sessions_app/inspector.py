@@ -112,7 +112,7 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
     )
     for turn in turns:
         if turn.user:
-            turn.user.recalled_inferences = recalled.get(turn.user.pk, [])  # type: ignore[attr-defined]
+            turn.user.recalled_inferences = recalled.get(turn.user.pk, [])
     chain = compression_chain(session)
     index = next((i for i, s in enumerate(chain) if s.pk == session.pk), 0)
     continuation = chain[index + 1] if index + 1 < len(chain) else None

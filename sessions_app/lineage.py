@@ -198,7 +198,7 @@ def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str,
         parents = {cache[cursor[s]].parent_id for s in active} - {None}
         if not parents:
             break
-        _load_links(parents, owner_id, cache)  # type: ignore[arg-type]
+        _load_links(parents, owner_id, cache)
         moved = set()
         for sid in active:
             here = cache[cursor[sid]]
@@ -247,8 +247,8 @@ def compression_chains(root_ids: Iterable[str], *, owner_id: int) -> dict[str, l
         nxt: dict[str, _Link] = {}
         for row in children:
             link = _Link(*row)
-            parent = tails[ended[link.parent_id]]  # type: ignore[index]
-            root = ended[link.parent_id]  # type: ignore[index]
+            parent = tails[ended[link.parent_id]]
+            root = ended[link.parent_id]
             if root in nxt or link.id in chains[root]:
                 continue
             if is_continuation(

@@ -58,7 +58,7 @@ class TeamVisibleAdmin(OwnedModelAdmin):
         return qs.filter(_team_or_own(request, self.skill_prefix)).distinct()
 
     def _is_team(self, obj: Model) -> bool:
-        skill = obj if isinstance(obj, Skill) else obj.skill  # type: ignore[attr-defined]
+        skill = obj if isinstance(obj, Skill) else obj.skill
         return skill.is_team
 
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:

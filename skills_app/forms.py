@@ -44,7 +44,7 @@ class SkillFileForm(forms.Form):
     )
     upload = forms.FileField(required=False, label="Or upload a file")
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self):
         data = super().clean()
         if not data.get("content") and not data.get("upload"):
             raise forms.ValidationError("Type the file's text or choose a file to upload.")

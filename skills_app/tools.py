@@ -185,8 +185,8 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         replace_all = bool(args.get("replace_all", False))
         outcome = svc.skill_patch(
             name=name,
-            old_string=old,  # type: ignore[arg-type]
-            new_string=new,  # type: ignore[arg-type]
+            old_string=old,
+            new_string=new,
             replace_all=replace_all,
             file_path=_str_arg(args, "file_path"),
             session_id=ctx.session_id,

@@ -1,5 +1,9 @@
-"""Shared fixtures: named personas, a real Redis (the machine's or an embedded Valkey), and
-a real Celery worker process.
+"""Shared fixtures: named personas, the scripted model (devtools.scripted_llm over real
+HTTP), a real Redis (the machine's or an embedded Valkey), and real Celery worker processes.
+
+Objects are built with the factories in tests/factories.py. Tests that start a process (a
+worker, a server, a browser) carry the `slow` marker, which `make test-fast` leaves out; the
+collection hook below refuses a test that uses such a fixture without it.
 
 The database is whatever DATABASE_URL says (a SQLite file by default, PostgreSQL in CI's
 second run); nothing here mocks it.
@@ -17,18 +21,36 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
+from devtools.scripted_llm import ScriptedLLM
 from hermes_site.celery import app as celery_app
+from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parent.parent
-PASSWORD = "correct horse battery staple"
+# Fixtures that start a process; a test using one must be marked `slow`.
+PROCESS_FIXTURES = frozenset(
+    {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack"}
+)
 # Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
 # machine's Redis never see each other's messages.
 RUN_ID = f"test{os.getpid()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """`make test-fast` runs `-m "not slow"`: a test that starts a process without the
+    marker would slip into it, so collection stops on one."""
+    unmarked = [
+        f"{item.nodeid} uses {', '.join(sorted(PROCESS_FIXTURES & set(item.fixturenames)))}"
+        for item in items
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("mark these tests slow:\n" + "\n".join(unmarked))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -40,34 +62,70 @@ def _tasks_run_inline() -> Iterator[None]:
     celery_app.conf.task_always_eager = previous
 
 
-def make_user(username: str, *, staff: bool = False, superuser: bool = False):  # type: ignore[no-untyped-def]
-    User = get_user_model()
-    if superuser:
-        return User.objects.create_superuser(username=username, password=PASSWORD, email="")
-    return User.objects.create_user(username=username, password=PASSWORD, is_staff=staff)
-
-
 @pytest.fixture
-def owner(db):  # type: ignore[no-untyped-def]
+def owner(db):
     """The person whose data a test is about."""
-    return make_user("olivia")
+    return UserFactory(username="olivia")
 
 
 @pytest.fixture
-def outsider(db):  # type: ignore[no-untyped-def]
+def outsider(db):
     """Another member of the team who must never see the owner's data."""
-    return make_user("oscar")
+    return UserFactory(username="oscar")
 
 
 @pytest.fixture
-def staff_member(db):  # type: ignore[no-untyped-def]
+def staff_member(db):
     """A staff user (admin access) who is not a superuser."""
-    return make_user("stella", staff=True)
+    return UserFactory(username="stella", staff=True)
 
 
 @pytest.fixture
-def superuser(db):  # type: ignore[no-untyped-def]
-    return make_user("root", superuser=True)
+def superuser(db):
+    return UserFactory(username="root", superuser=True)
+
+
+# --- the scripted model -----------------------------------------------------------------------
+
+# What `scripted` sets for every test; a folder adds or overrides with `scripted_settings`.
+SCRIPTED_SETTINGS: dict[str, Any] = {
+    "OPENAI_API_KEY": "sk-test",
+    "HERMES_MODEL": "scripted",
+    "HERMES_SUMMARY_MODEL": "",
+    "HERMES_LLM_CONNECT_TIMEOUT": 2.0,
+    "HERMES_LLM_READ_TIMEOUT": 5.0,
+    "HERMES_LLM_MAX_RETRIES": 0,
+}
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[ScriptedLLM]:
+    """The scripted OpenAI-compatible server of this test process (a thread, not a process)."""
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted_settings() -> dict[str, Any]:
+    """Settings a folder's tests want on top of SCRIPTED_SETTINGS (override per folder)."""
+    return {}
+
+
+@pytest.fixture
+def scripted(
+    llm_server: ScriptedLLM, settings: Any, scripted_settings: dict[str, Any]
+) -> Iterator[ScriptedLLM]:
+    """The scripted model, reset, with this process's settings pointing at it."""
+    llm_server.reset()
+    llm_server.chunk_delay = 0.0
+    settings.OPENAI_BASE_URL = llm_server.base_url
+    for name, value in {**SCRIPTED_SETTINGS, **scripted_settings}.items():
+        setattr(settings, name, value)
+    yield llm_server
+    # Search summaries left running past a test's timeout must not outlive the test.
+    from sessions_app.search import summarise
+
+    summarise.join_background(timeout=15)
 
 
 def free_port() -> int:
@@ -76,7 +134,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = predicate()
@@ -87,7 +145,7 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "c
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def redis_url(tmp_path_factory) -> Iterator[str]:
     """The machine's Redis when REDIS_URL is set (CI's second run), else an embedded Valkey."""
     if settings.REDIS_URL:
         yield settings.REDIS_URL
@@ -104,7 +162,7 @@ def redis_url(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def
 
 
 @pytest.fixture
-def redis_channel_layer(redis_url, settings):  # type: ignore[no-untyped-def]
+def redis_channel_layer(redis_url, settings):
     """Route the channel layer through real Redis/Valkey for this test."""
     settings.CHANNEL_LAYERS = {
         "default": {
@@ -142,7 +200,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):  # type: ignore[no-untyped-def]
+def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):
     """A real `celery worker` process (solo pool) on the test database and `redis_url` as
     broker, consuming `queue`; extra environment (e.g. the scripted model's address) in
     `env`. Yields a WorkerHandle; the process and its group are stopped on exit."""
@@ -182,9 +240,41 @@ def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str
 
 
 @pytest.fixture
-def celery_worker(redis_url, transactional_db, tmp_path):  # type: ignore[no-untyped-def]
-    """A real worker for one test; send tasks with `celery_worker.send(name, *args)`."""
+def celery_worker(redis_url, transactional_db, tmp_path):
+    """A real worker for one test; send tasks with `celery_worker.send(name, *args)`. Its
+    environment is this process's when it starts (monkeypatch.setenv before requesting it)."""
     with running_worker(redis_url, tmp_path / "worker.log") as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def scripted_worker_env() -> dict[str, str]:
+    """Environment a folder's `scripted_worker` needs beyond the model (override per folder)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def scripted_worker(
+    llm_server: ScriptedLLM,
+    redis_url: str,
+    scripted_worker_env: dict[str, str],
+    django_db_setup: None,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[WorkerHandle]:
+    """A real worker whose model is `llm_server`, started once for the test module (its
+    tests must be transactional: the worker sees only committed rows)."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    log = tmp_path_factory.mktemp(f"{name}-worker") / "worker.log"
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": "x",
+        "HERMES_MODEL": "scripted",
+        "HERMES_SUMMARY_MODEL": "",
+        "HERMES_LLM_MAX_RETRIES": "0",
+        **scripted_worker_env,
+    }
+    with running_worker(redis_url, log, queue=f"{RUN_ID}-{name}", **env) as handle:
         yield handle
 
 
@@ -196,7 +286,7 @@ class WorkerHandle:
         self.queue = queue
         self.log = log
 
-    def send(self, task_name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def send(self, task_name: str, *args, **kwargs):
         """Publish a task to the worker through the real broker (never inline)."""
         with celery_app.connection_for_write(self.broker_url) as conn, warnings.catch_warnings():
             # send_task always publishes; the eager-mode warning does not apply here.

@@ -30,7 +30,7 @@ def _render(
     for items in grouped.values():
         for item in items:
             if edit is not None and item.inference.pk == edit[0]:
-                item.edit_text, item.edit_error = edit[1], edit[2]  # type: ignore[attr-defined]
+                item.edit_text, item.edit_error = edit[1], edit[2]
     context: dict[str, Any] = {
         "active": grouped.get(Inference.Status.ACTIVE, []),
         "quarantined": grouped.get(Inference.Status.QUARANTINED, []),

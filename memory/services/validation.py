@@ -101,9 +101,9 @@ def parse_operations(raw: Any) -> list[Op]:
             raise ServiceError("invalid", f"Operation {i}: must be an object.")
         ops.append(
             Op(
-                action=item.get("action"),  # type: ignore[arg-type]
-                content=item.get("content"),  # type: ignore[arg-type]
-                old_text=item.get("old_text"),  # type: ignore[arg-type]
+                action=item.get("action"),
+                content=item.get("content"),
+                old_text=item.get("old_text"),
             )
         )
     return ops

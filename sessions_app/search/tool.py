@@ -130,7 +130,7 @@ def _access_session(ctx: ToolContext, session_id: Any) -> Session:
     return session
 
 
-def _visible(session: Session):  # type: ignore[no-untyped-def]
+def _visible(session: Session):
     return Message.objects.filter(session=session).exclude(role=Message.Role.SYSTEM)
 
 

@@ -7,12 +7,12 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import ApiToken
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client

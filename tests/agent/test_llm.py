@@ -6,12 +6,12 @@ import asyncio
 import json
 import pickle
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from devtools.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 from sessions_app.agent import llm
 from sessions_app.agent.llm import (
     Completed,
@@ -23,7 +23,6 @@ from sessions_app.agent.llm import (
     Usage,
 )
 from sessions_app.agent.llm import client as llm_client
-from tests.support.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 from usage.cost import estimate_cost
 
 API_KEY = "sk-test-very-secret-key-0123456789"
@@ -32,24 +31,10 @@ USER = {"role": "user", "content": "What is the capital of France?"}
 FAST_RETRY = 0.05  # Retry-After seconds; keeps SDK retries out of the test's runtime
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as scripted:
-        yield scripted
-
-
 @pytest.fixture
-def scripted(server: ScriptedLLM, settings: Any) -> ScriptedLLM:
-    server.reset()
-    settings.OPENAI_BASE_URL = server.base_url
-    settings.OPENAI_API_KEY = API_KEY
-    settings.HERMES_MODEL = "scripted"
-    settings.HERMES_SUMMARY_MODEL = ""
-    settings.HERMES_LLM_CONNECT_TIMEOUT = 2.0
-    settings.HERMES_LLM_READ_TIMEOUT = 5.0
-    settings.HERMES_LLM_MAX_RETRIES = 2
-    settings.HERMES_MODEL_PRICES = {}
-    return server
+def scripted_settings() -> dict[str, Any]:
+    # A key worth leaking (the tests check it never is); the SDK's retries are under test.
+    return {"OPENAI_API_KEY": API_KEY, "HERMES_LLM_MAX_RETRIES": 2, "HERMES_MODEL_PRICES": {}}
 
 
 async def _collect(**kwargs: Any) -> tuple[list[StreamEvent], LLMError | None]:
@@ -95,7 +80,7 @@ def test_configuration_helpers(scripted: ScriptedLLM, settings: Any) -> None:
     settings.HERMES_SUMMARY_MODEL = "scripted-small"
     assert llm.model_name("summary") == "scripted-small"
     with pytest.raises(ValueError):
-        llm.model_name("other")  # type: ignore[arg-type]
+        llm.model_name("other")
 
     settings.HERMES_MODEL = ""
     assert not llm.is_configured()
@@ -244,7 +229,7 @@ def test_early_close_releases_the_stream(scripted: ScriptedLLM) -> None:
                 texts.append(event.text)
             if len(texts) == 2:
                 break
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         return texts
 
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,33 +10,23 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from hermes_site.asgi import application
-from tests.support.scripted_llm import ScriptedLLM
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 
-@pytest.fixture(scope="session")
-def llm_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
+# A chat turn's settings on top of tests.conftest.SCRIPTED_SETTINGS.
+CHAT_TURN_SETTINGS: dict[str, Any] = {
+    "HERMES_STREAM_SAVE_INTERVAL": 0.05,
+    "HERMES_STREAM_COALESCE_MS": 0,  # one event per model chunk, deterministic
+    # Reviews would run inline (eager Celery) and consume the script; tests/skills cover them.
+    "HERMES_REVIEW_ENABLED": False,
+}
 
 
 @pytest.fixture
-def scripted(llm_server: ScriptedLLM, settings: Any) -> ScriptedLLM:
-    llm_server.reset()
-    llm_server.chunk_delay = 0.0
-    settings.OPENAI_BASE_URL = llm_server.base_url
-    settings.OPENAI_API_KEY = "sk-test"
-    settings.HERMES_MODEL = "scripted"
-    settings.HERMES_SUMMARY_MODEL = ""
-    settings.HERMES_LLM_CONNECT_TIMEOUT = 2.0
-    settings.HERMES_LLM_READ_TIMEOUT = 5.0
-    settings.HERMES_LLM_MAX_RETRIES = 2
-    settings.HERMES_STREAM_SAVE_INTERVAL = 0.05
-    settings.HERMES_STREAM_COALESCE_MS = 0  # one event per model chunk, deterministic
-    # Reviews would run inline (eager Celery) and consume the script; tests/skills cover them.
-    settings.HERMES_REVIEW_ENABLED = False
-    return llm_server
+def scripted_settings() -> dict[str, Any]:
+    # The SDK's retries are part of what the fault tests check.
+    return {**CHAT_TURN_SETTINGS, "HERMES_LLM_MAX_RETRIES": 2}
 
 
 def cookie_for(user: Any) -> bytes:
@@ -66,7 +55,7 @@ class Sockets:
 
 
 @pytest.fixture
-def sockets(transactional_db) -> Sockets:  # type: ignore[no-untyped-def]
+def sockets(transactional_db) -> Sockets:
     return Sockets()
 
 

@@ -12,14 +12,14 @@ from sessions_app.models import Message, Session
 pytestmark = pytest.mark.django_db
 
 
-def api(user) -> Client:  # type: ignore[no-untyped-def]
+def api(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def conversation(owner):  # type: ignore[no-untyped-def]
+def conversation(owner):
     session = Session.objects.create(owner=owner, title="Olivia's plans")
     Message.objects.create(session=session, role="user", content="first")
     Message.objects.create(session=session, role="assistant", status="complete", content="second")

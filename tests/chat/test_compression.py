@@ -11,13 +11,13 @@ import threading
 import pytest
 from django.test import Client
 
+from devtools.scripted_llm import Fault
 from memory.models import MemoryEntry
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.compression import next_title_in_lineage, plan_compression, session_compress
 from sessions_app.lineage import compression_chain
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
-from tests.support.scripted_llm import Fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,17 +25,17 @@ LONG = " ".join(["the deploy script copies artifacts to staging before the relea
 
 
 @pytest.fixture
-def small_window(settings):  # type: ignore[no-untyped-def]
+def small_window(settings):
     settings.HERMES_CONTEXT_LENGTH = 2400
     settings.HERMES_REPLY_MAX_TOKENS = 200
     settings.HERMES_COMPRESSION_THRESHOLD = 0.75
 
 
-def script_compression(scripted, *, summary_fault=None):  # type: ignore[no-untyped-def]
+def script_compression(scripted, *, summary_fault=None):
     flushes = itertools.count(1)
     summaries: list[str] = []
 
-    def summary(body):  # type: ignore[no-untyped-def]
+    def summary(body):
         n = len(summaries) + 1
         text = f"## Goal\nShip the deploy script (summary v{n}).\n## Completed Actions\n{n}. DONE"
         summaries.append(text)
@@ -60,7 +60,7 @@ def script_compression(scripted, *, summary_fault=None):  # type: ignore[no-unty
     return summaries
 
 
-async def send_turns(sockets, user, texts, session=None):  # type: ignore[no-untyped-def]
+async def send_turns(sockets, user, texts, session=None):
     ws = await sockets.open(user)
     seen = []
     for text in texts:
@@ -82,7 +82,7 @@ def test_three_compressions_give_numbered_parts_that_read_as_one_conversation(
         f"Turn {i}: next step" for i in range(1, 40)
     ]
 
-    async def until_three_splits():  # type: ignore[no-untyped-def]
+    async def until_three_splits():
         first, _ = await send_turns(sockets, owner, texts[:1])
         for text in texts[1:]:
             await send_turns(sockets, owner, [text], session=first)
@@ -171,7 +171,7 @@ def test_summary_failure_keeps_the_conversation_going_uncompressed(
     script_compression(scripted, summary_fault=Fault.server_error(retry_after=0.05))
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         return await send_turns(sockets, owner, [f"Turn {i}" for i in range(6)])
 
     session_id, events = asyncio.run(scenario())
@@ -196,7 +196,7 @@ def test_a_message_sent_during_compression_waits_and_lands_in_the_new_part(
     sockets.login(owner)
     worker = threading.Thread(target=lambda: session_compress(session_id=session.pk))
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         worker.start()
         await asyncio.sleep(0.3)
@@ -225,7 +225,7 @@ def test_titles_are_numbered_along_the_lineage(owner):
 
 
 def test_plan_never_starts_the_tail_inside_a_tool_group():
-    def msg(role, **kw):  # type: ignore[no-untyped-def]
+    def msg(role, **kw):
         return {"role": role, "content": kw.pop("content", role), **kw}
 
     call = {"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}

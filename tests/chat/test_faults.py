@@ -7,14 +7,14 @@ import asyncio
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from sessions_app.models import Message
 from tests.chat.conftest import events_until, settle
-from tests.support.scripted_llm import Fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def one_turn(sockets, user, text="Hello model"):  # type: ignore[no-untyped-def]
+async def one_turn(sockets, user, text="Hello model"):
     ws = await sockets.open(user)
     await ws.send_json_to({"type": "chat.send", "session": None, "text": text})
     events = await events_until(ws, "assistant.done", timeout=30)
@@ -26,7 +26,7 @@ async def one_turn(sockets, user, text="Hello model"):  # type: ignore[no-untype
     return events + tail
 
 
-def messages_of(events):  # type: ignore[no-untyped-def]
+def messages_of(events):
     return list(Message.objects.filter(session_id=events[0]["session"]).order_by("id"))
 
 
@@ -105,7 +105,7 @@ def test_stop_interrupts_and_keeps_the_text_so_far(owner, scripted, sockets):
     scripted.enqueue(reply=" ".join(f"word{i}" for i in range(200)))
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Talk a lot"})
         events = [await ws.receive_json_from(timeout=10)]
@@ -132,7 +132,7 @@ def test_closing_the_tab_mid_answer_loses_nothing(owner, scripted, sockets):
     scripted.enqueue(reply=reply)
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Long answer"})
         started = await ws.receive_json_from(timeout=10)
@@ -153,7 +153,7 @@ def test_a_second_tab_follows_the_same_stream(owner, scripted, sockets):
     scripted.enqueue(reply=reply)
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         first = await sockets.open(owner)
         await first.send_json_to({"type": "chat.send", "session": None, "text": "Stream it"})
         started = await first.receive_json_from(timeout=10)
@@ -183,7 +183,7 @@ def test_logout_closes_the_open_socket(owner, sockets, transactional_db):
     client.force_login(owner)
     sockets.cookies[owner.pk] = f"sessionid={client.cookies['sessionid'].value}".encode()
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         from asgiref.sync import sync_to_async
 
@@ -198,7 +198,7 @@ def test_logout_closes_the_open_socket(owner, sockets, transactional_db):
 def test_deactivating_an_account_closes_its_sockets(owner, sockets):
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         from asgiref.sync import sync_to_async
 

@@ -18,14 +18,14 @@ XSS = (
 )
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def chat_with_answer(owner):  # type: ignore[no-untyped-def]
+def chat_with_answer(owner):
     session = Session.objects.create(owner=owner, title="Markdown test")
     Message.objects.create(session=session, role="user", content="Show me <b>bold</b>")
     Message.objects.create(

@@ -20,7 +20,7 @@ PROVIDERS = {
 }
 
 
-async def chat_turns(sockets, user, texts):  # type: ignore[no-untyped-def]
+async def chat_turns(sockets, user, texts):
     ws = await sockets.open(user)
     session_id = None
     all_events = []

@@ -21,7 +21,7 @@ def test_temporary_chat_has_no_memory_in_prompt_or_tools(owner, scripted, socket
     scripted.enqueue(reply="Private answer.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to(
             {"type": "chat.send", "session": None, "text": "Secret question", "temporary": True}
@@ -44,7 +44,7 @@ def test_a_normal_chat_does_get_memory(owner, scripted, sockets):
     MemoryEntry.objects.create(owner=owner, target="user", content="Olivia likes tea", order=0)
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Hello"})
         await events_until(ws, "assistant.done")

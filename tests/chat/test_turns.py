@@ -13,7 +13,7 @@ from tests.chat.conftest import events_until, settle
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def run(coro):  # type: ignore[no-untyped-def]
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -21,7 +21,7 @@ def test_a_new_chat_streams_the_answer_and_saves_both_messages(owner, scripted, 
     scripted.enqueue(reply="Paris is the capital of France, famous for its museums.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Capital of France?"})
         events = await events_until(ws, "assistant.done")
@@ -72,7 +72,7 @@ def test_tool_calls_run_as_the_owner_and_are_shown_and_saved(owner, outsider, sc
     scripted.enqueue(reply="Noted — I'll remember that.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to(
             {"type": "chat.send", "session": None, "text": "I deploy with Ansible."}
@@ -110,7 +110,7 @@ def test_another_users_session_id_is_refused_and_reveals_nothing(
     theirs = Session.objects.create(owner=outsider, title="Oscar's secret plans")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         replies = []
         for kind in ("chat.send", "chat.subscribe", "chat.stop", "chat.regenerate"):
@@ -138,7 +138,7 @@ def test_another_users_session_id_is_refused_and_reveals_nothing(
 def test_bad_messages_get_a_clear_error_and_nothing_is_stored(owner, scripted, sockets, text, code):
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": text})
         reply = await ws.receive_json_from(timeout=5)
@@ -153,7 +153,7 @@ def test_bad_messages_get_a_clear_error_and_nothing_is_stored(owner, scripted, s
 def test_malformed_frames_get_errors_not_disconnects(owner, sockets):
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_to(text_data="not json")
         first = await ws.receive_json_from(timeout=5)
@@ -180,7 +180,7 @@ def test_sending_while_a_turn_runs_is_refused_not_interleaved(owner, scripted, s
     scripted.enqueue(reply="one two three four five six seven eight nine ten eleven twelve")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "first"})
         started = await ws.receive_json_from(timeout=5)
@@ -209,7 +209,7 @@ def test_regenerate_replaces_the_last_answer(owner, scripted, sockets):
     scripted.enqueue(reply="Second try.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Say something"})
         first = await events_until(ws, "assistant.done")
@@ -235,7 +235,7 @@ def test_tool_loop_stops_after_the_configured_number_of_rounds(owner, scripted, 
         scripted.enqueue(tool_calls=[{"name": "session_search", "arguments": {}}])
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Loop forever"})
         events = await events_until(ws, "assistant.done")
@@ -256,7 +256,7 @@ def test_unknown_tools_are_refused_to_the_model_not_run(owner, scripted, sockets
     scripted.enqueue(reply="I can't do that here.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Run a command"})
         events = await events_until(ws, "assistant.done")

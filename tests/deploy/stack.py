@@ -192,7 +192,7 @@ def _suppress_lookup() -> Iterator[None]:
         pass
 
 
-def _wait(predicate, *, timeout: float, what: str, procs: list[Proc]) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate, *, timeout: float, what: str, procs: list[Proc]) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -348,7 +348,7 @@ def running_stack(
         stack.start(
             "model",
             [
-                sys.executable, "-m", "tests.support.scripted_llm", "--port", str(model_port),
+                sys.executable, "-m", "devtools.scripted_llm", "--port", str(model_port),
                 "--reply", model_reply, "--latency", str(model_latency),
                 "--chunk-delay", str(model_chunk_delay),
             ],
@@ -403,7 +403,7 @@ def running_stack(
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
         leftovers = stack.stop()
-        stack.leftovers = leftovers  # type: ignore[attr-defined]
+        stack.leftovers = leftovers
         _redis_forget(run)
         if own_database:
             try:

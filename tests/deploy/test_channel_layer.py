@@ -21,7 +21,7 @@ LONG_REPLY = " ".join(f"word{i}" for i in range(80)) + "."
 
 
 @pytest.fixture
-def deployed_layer(redis_url, settings):  # type: ignore[no-untyped-def]
+def deployed_layer(redis_url, settings):
     """The layer configured the way settings/deployment.py configures it for REDIS_URL."""
     settings.CHANNEL_LAYERS = {
         "default": {
@@ -32,7 +32,7 @@ def deployed_layer(redis_url, settings):  # type: ignore[no-untyped-def]
     return redis_url
 
 
-def deployed_config(redis_url: str) -> dict:  # type: ignore[type-arg]
+def deployed_config(redis_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["REDIS_URL"] = redis_url
     out = subprocess.run(
@@ -94,7 +94,7 @@ def test_the_tab_on_the_turns_own_process_sees_the_stream_and_can_stop_it(
     scripted.enqueue(reply=LONG_REPLY)
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "Tell me a lot"})
         before = await events_until(ws, "assistant.delta")

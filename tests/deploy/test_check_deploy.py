@@ -25,7 +25,7 @@ OUR_VARS = (
 )
 
 
-def production_env(tmp_path, **overrides: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def production_env(tmp_path, **overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
     env.update(
         {
@@ -43,7 +43,7 @@ def production_env(tmp_path, **overrides: str) -> dict[str, str]:  # type: ignor
     return env
 
 
-def check_deploy(tmp_path, **overrides: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def check_deploy(tmp_path, **overrides: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
@@ -77,7 +77,7 @@ PROBE = (
 )
 
 
-def probe(tmp_path, **overrides: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def probe(tmp_path, **overrides: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=ROOT,

@@ -24,7 +24,7 @@ needs_systemd = pytest.mark.skipif(
 )
 
 
-def rendered(tmp_path) -> str:  # type: ignore[no-untyped-def]
+def rendered(tmp_path) -> str:
     return render(
         server_name="chat.example.org",
         upstreams=["127.0.0.1:8001", "127.0.0.1:8002"],
@@ -74,7 +74,7 @@ def test_render_refuses_values_that_would_inject_directives(tmp_path):
         render(server_name="a", upstreams=[], ssl_certificate="/c", ssl_certificate_key="/k")
 
 
-def write_nginx_conf(tmp_path, site: str) -> str:  # type: ignore[no-untyped-def]
+def write_nginx_conf(tmp_path, site: str) -> str:
     (tmp_path / "site.conf").write_text(site)
     conf = tmp_path / "nginx.conf"
     conf.write_text(

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import LoginThrottle
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ ATTACKER = "203.0.113.66"
 
 
 @pytest.fixture(autouse=True)
-def _limits(settings):  # type: ignore[no-untyped-def]
+def _limits(settings):
     settings.HERMES_TRUSTED_PROXIES = ["127.0.0.1"]
     settings.HERMES_LOGIN_MAX_PER_USER = 5
     settings.HERMES_LOGIN_MAX_PER_IP = 20
@@ -27,7 +27,7 @@ def _limits(settings):  # type: ignore[no-untyped-def]
     settings.HERMES_LOGIN_LOCKOUT_SECONDS = 900
 
 
-def attempt(client: Client, username: str, password: str, **meta: str):  # type: ignore[no-untyped-def]
+def attempt(client: Client, username: str, password: str, **meta: str):
     return client.post(reverse("login"), {"username": username, "password": password}, **meta)
 
 

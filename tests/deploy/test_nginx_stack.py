@@ -43,7 +43,7 @@ PASSWORD = "stack test passphrase 7"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
+def stack(tmp_path_factory) -> Any:
     why = missing_prerequisites()
     if why:
         pytest.fail(f"the stack test needs: {why}")

@@ -31,7 +31,7 @@ def test_every_scheduled_task_is_registered_with_a_time_limit():
         assert entry["schedule"] >= 60
 
 
-def orphan(user, *, age: timedelta, claim: str = "", claimed_age: timedelta | None = None):  # type: ignore[no-untyped-def]
+def orphan(user, *, age: timedelta, claim: str = "", claimed_age: timedelta | None = None):
     now = timezone.now()
     session = Session.objects.create(
         owner=user,

@@ -16,7 +16,7 @@ from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
 
 
-def add_usage(user, *, messages: int = 0, tokens: int = 0, when=None):  # type: ignore[no-untyped-def]
+def add_usage(user, *, messages: int = 0, tokens: int = 0, when=None):
     when = when or timezone.now()
     session = Session.objects.create(owner=user, title=f"usage {when.isoformat()}")
     for _ in range(messages):
@@ -101,7 +101,7 @@ def test_a_chat_message_over_the_quota_is_refused_over_the_socket(
     scripted.enqueue(reply="First answer.")
     sockets.login(owner)
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         await ws.send_json_to({"type": "chat.send", "session": None, "text": "one"})
         first = await events_until(ws, "assistant.done")

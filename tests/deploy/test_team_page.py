@@ -11,23 +11,23 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Membership
-from tests.conftest import PASSWORD, make_user
 from tests.deploy.test_quotas import add_usage
+from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
 NEW_PASSWORD = "a fresh long passphrase 42"
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def team_admin(db):  # type: ignore[no-untyped-def]
+def team_admin(db):
     """Someone with the admin role who is not a superuser (and not staff)."""
-    user = make_user("ada")
+    user = UserFactory(username="ada")
     Membership.objects.create(user=user, role="admin")
     return user
 

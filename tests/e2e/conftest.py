@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from devtools.scripted_llm import ScriptedLLM
 from tests.conftest import ROOT, free_port, subprocess_env, wait_for
-from tests.support.scripted_llm import ScriptedLLM
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "var" / "screenshots"
@@ -32,13 +32,15 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture
-def llm_for_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
+def llm_for_server(llm_server: ScriptedLLM) -> ScriptedLLM:
+    """The shared scripted model, reset; the server subprocess reaches it over HTTP."""
+    llm_server.reset()
+    llm_server.chunk_delay = 0.0
+    return llm_server
 
 
 @pytest.fixture
-def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     port = free_port()

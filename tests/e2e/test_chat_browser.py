@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PASSWORD, wait_for
+from tests.conftest import wait_for
 from tests.e2e.conftest import SCREENSHOTS
+from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -9,13 +9,14 @@ import pytest
 from memory import services as memory_services
 from memory.models import MemoryEntry
 from privacy.models import ExportJob
-from tests.conftest import PASSWORD, wait_for
+from tests.conftest import wait_for
 from tests.e2e.conftest import off_loop
+from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def logged_in_page(browser, live_server_url, user):  # type: ignore[no-untyped-def]
+def logged_in_page(browser, live_server_url, user):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -44,7 +45,7 @@ def test_delete_asks_first_and_a_dismissed_question_keeps_the_entry(
     page.goto(f"{live_server_url}/memory/")
     questions: list[str] = []
 
-    def answer(dialog, accept: bool) -> None:  # type: ignore[no-untyped-def]
+    def answer(dialog, accept: bool) -> None:
         questions.append(dialog.message)
         dialog.accept() if accept else dialog.dismiss()
 

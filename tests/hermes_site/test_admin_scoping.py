@@ -17,7 +17,7 @@ MARK_STAFF = "staffmarker7781"
 MARK_OTHER = "othermarker4410"
 
 
-def seed(user, marker):  # type: ignore[no-untyped-def]
+def seed(user, marker):
     """One row of every owned model, with `marker` in its text where there is text."""
     prompt = SystemPrompt.objects.create(hash=SystemPrompt.digest(marker), prompt=marker)
     session = Session.objects.create(owner=user, title=marker, system_prompt=prompt)
@@ -35,7 +35,7 @@ def seed(user, marker):  # type: ignore[no-untyped-def]
     }
 
 
-def owned_admins():  # type: ignore[no-untyped-def]
+def owned_admins():
     return [
         (model, model_admin)
         for model, model_admin in admin.site._registry.items()

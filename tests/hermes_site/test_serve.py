@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PASSWORD, ROOT, free_port, wait_for
+from tests.conftest import ROOT, free_port, wait_for
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,7 @@ def test_serve_runs_everything_and_ctrl_c_stops_it_all(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
 
-        def healthy():  # type: ignore[no-untyped-def]
+        def healthy():
             try:
                 with urllib.request.urlopen(f"{base}/healthz", timeout=2) as r:
                     return json.load(r)

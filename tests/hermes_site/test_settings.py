@@ -34,7 +34,7 @@ PROBE = (
 OUR_VARS = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "HERMES_VAR_DIR")
 
 
-def run_settings(tmp_path, **env_overrides):  # type: ignore[no-untyped-def]
+def run_settings(tmp_path, **env_overrides):
     env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
     env.update(
         {"HERMES_VAR_DIR": str(tmp_path / "var"), "DJANGO_SETTINGS_MODULE": "hermes_site.settings"}
@@ -201,7 +201,7 @@ def test_readme_defaults_match_the_declarations():
 
 
 @pytest.fixture
-def registry():  # type: ignore[no-untyped-def]
+def registry():
     """The registry as it was before the test: declarations made by a test are forgotten."""
     before = dict(REGISTRY)
     yield REGISTRY
@@ -236,7 +236,9 @@ def test_a_declaration_is_recorded_once(registry, monkeypatch):
         ),
     ],
 )
-def test_a_bad_value_is_refused_naming_the_variable(registry, monkeypatch, declare, raw, message):  # type: ignore[no-untyped-def]
+def test_a_bad_value_is_refused_naming_the_variable(
+    registry, monkeypatch, declare, raw, message
+) -> None:
     monkeypatch.setenv("HERMES_PROBE", raw)
     with pytest.raises(ImproperlyConfigured, match="HERMES_PROBE") as caught:
         declare()

@@ -13,13 +13,13 @@ from hermes_site.asgi import application
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def session_cookie(user) -> bytes:  # type: ignore[no-untyped-def]
+def session_cookie(user) -> bytes:
     client = Client()
     client.force_login(user)
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def connect(headers):  # type: ignore[no-untyped-def]
+async def connect(headers):
     communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
     connected, _ = await communicator.connect()
     return communicator, connected
@@ -28,7 +28,7 @@ async def connect(headers):  # type: ignore[no-untyped-def]
 def test_foreign_origin_is_refused_even_with_a_valid_login(owner):
     cookie = session_cookie(owner)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         communicator, connected = await connect(
             [(b"origin", b"http://evil.example"), (b"cookie", cookie), (b"host", b"127.0.0.1")]
         )
@@ -41,7 +41,7 @@ def test_foreign_origin_is_refused_even_with_a_valid_login(owner):
 def test_missing_origin_is_refused(owner):
     cookie = session_cookie(owner)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         communicator, connected = await connect([(b"cookie", cookie)])
         await communicator.disconnect()
         return connected
@@ -50,7 +50,7 @@ def test_missing_origin_is_refused(owner):
 
 
 def test_anonymous_handshake_is_refused():
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         communicator, connected = await connect([(b"origin", b"http://127.0.0.1:8000")])
         await communicator.disconnect()
         return connected
@@ -61,7 +61,7 @@ def test_anonymous_handshake_is_refused():
 def test_logged_in_same_origin_handshake_is_accepted(owner):
     cookie = session_cookie(owner)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         communicator, connected = await connect(
             [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
         )
@@ -83,7 +83,7 @@ def test_task_run_by_a_real_worker_reaches_the_open_socket(
     owner_cookie = session_cookie(owner)
     outsider_cookie = session_cookie(outsider)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         origin = (b"origin", b"http://127.0.0.1:8000")
         mine, ok1 = await connect([origin, (b"cookie", owner_cookie)])
         theirs, ok2 = await connect([origin, (b"cookie", outsider_cookie)])

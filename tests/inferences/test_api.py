@@ -22,7 +22,7 @@ LIST = "/api/inferences/"
 SETTINGS = "/api/inferences/settings/"
 
 
-def api_as(user) -> APIClient:  # type: ignore[no-untyped-def]
+def api_as(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
     return client
@@ -32,7 +32,7 @@ def detail(pk: int) -> str:
     return f"/api/inferences/{pk}/"
 
 
-def with_evidence(owner, statement):  # type: ignore[no-untyped-def]
+def with_evidence(owner, statement):
     session = conversation(owner, "I like tea in the morning")
     inference = make_inference(owner, statement, source_session=session)
     inference.evidence.add(session.messages.get(role="user"))

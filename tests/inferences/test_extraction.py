@@ -8,18 +8,18 @@ from decimal import Decimal
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from memory.inferences import services
 from memory.inferences.extraction import extract_session, parse_candidates
 from memory.models import Inference, InferenceState, InferenceTombstone
 from sessions_app.models import Message
-from tests.support.scripted_llm import Fault
 
 from .conftest import conversation, extraction_requests, make_inference, window_ids
 
 pytestmark = pytest.mark.django_db
 
 
-def extract(session):  # type: ignore[no-untyped-def]
+def extract(session):
     return extract_session(user_id=session.owner_id, session_id=session.pk)
 
 

@@ -56,7 +56,7 @@ def test_feedback_on_someone_elses_inference_is_not_found(owner, outsider):
     assert theirs.trust == Decimal("0.500")
 
 
-def provider_for(user, session_id: str = "") -> LocalProvider:  # type: ignore[no-untyped-def]
+def provider_for(user, session_id: str = "") -> LocalProvider:
     provider = LocalProvider()
     provider.initialize(session_id, user=user, user_id=user.pk, agent_context="primary")
     return provider
@@ -117,7 +117,7 @@ def test_tools_refuse_when_inference_is_off(owner):
     assert result["success"] is False and "switched inference off" in result["error"]
 
 
-def memory_tool(user, session, args):  # type: ignore[no-untyped-def]
+def memory_tool(user, session, args):
     ctx = ToolContext(user=user, session_id=session.pk, message_id=None)
     return registry.dispatch(ctx, "memory", json.dumps(args), allowed={"memory"})
 

@@ -23,7 +23,7 @@ from .providers import PROVIDERS, RecordingProvider, SecondProvider
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def _chat(sockets, user, texts, session_id=None):  # type: ignore[no-untyped-def]
+async def _chat(sockets, user, texts, session_id=None):
     """Send `texts` one turn at a time; after each turn wait for its background hooks."""
     ws = await sockets.open(user)
     all_events = []
@@ -38,13 +38,13 @@ async def _chat(sockets, user, texts, session_id=None):  # type: ignore[no-untyp
     return session_id, all_events
 
 
-def chat(sockets, user, texts, session_id=None):  # type: ignore[no-untyped-def]
+def chat(sockets, user, texts, session_id=None):
     sockets.login(user)
     return asyncio.run(_chat(sockets, user, texts, session_id))
 
 
 @pytest.fixture
-def recording(settings):  # type: ignore[no-untyped-def]
+def recording(settings):
     settings.HERMES_MEMORY_PROVIDERS = PROVIDERS
     settings.HERMES_MEMORY_PROVIDER = "recording"
     providers.CALLS.clear()
@@ -210,7 +210,7 @@ def test_a_provider_hanging_at_turn_start_is_time_boxed_and_then_skipped(
     try:
         sockets.login(owner)
 
-        async def scenario():  # type: ignore[no-untyped-def]
+        async def scenario():
             ws = await sockets.open(owner)
             await ws.send_json_to({"type": "chat.send", "session": None, "text": "First question"})
             first = await events_until(ws, "assistant.done")

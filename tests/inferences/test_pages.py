@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 PAGE = "/inferences/"
 
 
-def seeded(owner):  # type: ignore[no-untyped-def]
+def seeded(owner):
     session = conversation(owner, "Keep it short, I'm busy with the ledger release", title="Ledger")
     said = session.messages.get(role="user")
     terse = make_inference(

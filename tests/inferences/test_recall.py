@@ -21,7 +21,7 @@ from .conftest import conversation, extraction_requests, login, make_inference
 pytestmark = pytest.mark.django_db
 
 
-def user_message(session):  # type: ignore[no-untyped-def]
+def user_message(session):
     return Message.objects.filter(session=session, role="user").latest("id")
 
 
@@ -135,14 +135,14 @@ def test_a_chat_learns_in_one_turn_and_recalls_in_the_next(
     ]
     sockets.login(owner)
 
-    async def turn(ws, session_id, text):  # type: ignore[no-untyped-def]
+    async def turn(ws, session_id, text):
         await ws.send_json_to({"type": "chat.send", "session": session_id, "text": text})
         events = await events_until(ws, "assistant.done")
         await settle()
         assert await asyncio.to_thread(drain_background, 15)
         return events[0]["session"]
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         ws = await sockets.open(owner)
         session_id = await turn(ws, None, "I'm working on ledger, our Django app")
         extractor.items = []

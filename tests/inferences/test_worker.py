@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_worker_extracts_then_recall_is_read_without_the_model(
-    owner, outsider, llm_server, inference_worker
+    owner, outsider, llm_server, scripted_worker
 ):
     llm_server.reset()
     extractor = Extractor()
@@ -27,7 +27,7 @@ def test_worker_extracts_then_recall_is_read_without_the_model(
     llm_server.add_rule(is_extraction, reply=extractor.reply)
     session = conversation(owner, "I'm on the ledger project this week, it's a Django app")
 
-    inference_worker.send("memory.extract_inferences", owner.pk, session.pk)
+    scripted_worker.send("memory.extract_inferences", owner.pk, session.pk)
     rows = wait_for(
         lambda: list(Inference.objects.filter(owner=owner).order_by("statement")) or None,
         timeout=30,
@@ -40,7 +40,7 @@ def test_worker_extracts_then_recall_is_read_without_the_model(
     assert len(extraction_requests(llm_server)) == 1
     assert not Inference.objects.filter(owner=outsider).exists()
 
-    inference_worker.send("memory.compute_recall", owner.pk, session.pk, "ledger migrations")
+    scripted_worker.send("memory.compute_recall", owner.pk, session.pk, "ledger migrations")
     wait_for(
         lambda: InferenceState.objects.filter(session=session).exclude(recall_at=None).exists(),
         timeout=30,
@@ -60,19 +60,19 @@ def test_worker_extracts_then_recall_is_read_without_the_model(
     assert InferenceUse.objects.get().inference == ledger
 
 
-def test_worker_does_nothing_when_inference_is_off(owner, llm_server, inference_worker):
+def test_worker_does_nothing_when_inference_is_off(owner, llm_server, scripted_worker):
     llm_server.reset()
     extractor = Extractor()
     extractor.items = [{"statement": "Prefers terse answers"}]
     llm_server.add_rule(is_extraction, reply=extractor.reply)
     services.inference_settings_set(user=owner, enabled=False)
     session = conversation(owner, "Short answers please")
-    result = inference_worker.send("memory.extract_inferences", owner.pk, session.pk)
+    result = scripted_worker.send("memory.extract_inferences", owner.pk, session.pk)
     line = wait_for(
         lambda: next(
             (
                 x
-                for x in inference_worker.log.read_text().splitlines()
+                for x in scripted_worker.log.read_text().splitlines()
                 if result.id in x and "succeeded" in x
             ),
             None,

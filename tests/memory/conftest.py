@@ -3,25 +3,28 @@ API client logged in as them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import profile_get
 from sessions_app.agent.tools import ToolContext
 from sessions_app.models import Message, Session
+from tests.factories import MessageFactory, SessionFactory
 
 
-def chat_of(user, title: str = "Planning the trip") -> Session:  # type: ignore[no-untyped-def]
-    return Session.objects.create(owner=user, title=title)
+def chat_of(user: Any, title: str = "Planning the trip") -> Session:
+    return SessionFactory(owner=user, title=title)
 
 
 def message_in(session: Session, text: str = "Remember that I like trains") -> Message:
-    return Message.objects.create(session=session, role="user", content=text)
+    return MessageFactory(session=session, content=text)
 
 
 def tool_ctx(
     user, *, session: Session | None = None, message: Message | None = None, origin="tool"
-):  # type: ignore[no-untyped-def]
+):
     return ToolContext(
         user=user,
         session_id=session.pk if session else None,
@@ -30,19 +33,19 @@ def tool_ctx(
     )
 
 
-def set_profile(user, **fields) -> None:  # type: ignore[no-untyped-def]
+def set_profile(user, **fields) -> None:
     profile = profile_get(user=user)
     for name, value in fields.items():
         setattr(profile, name, value)
     profile.save()
 
 
-def api_as(user) -> APIClient:  # type: ignore[no-untyped-def]
+def api_as(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
     return client
 
 
 @pytest.fixture
-def chat(owner) -> Session:  # type: ignore[no-untyped-def]
+def chat(owner) -> Session:
     return chat_of(owner)

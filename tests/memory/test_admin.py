@@ -20,13 +20,13 @@ def change_url(entry: MemoryEntry) -> str:
     return reverse("admin:memory_memoryentry_change", args=[entry.pk])
 
 
-def admin_client(user) -> Client:  # type: ignore[no-untyped-def]
+def admin_client(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
-def entry_of(user, content: str) -> MemoryEntry:  # type: ignore[no-untyped-def]
+def entry_of(user, content: str) -> MemoryEntry:
     services.memory_add(user=user, target="memory", content=content)
     return MemoryEntry.objects.get(owner=user, content=content)
 

@@ -21,7 +21,7 @@ def detail(pk: int) -> str:
     return f"/api/memory/{pk}/"
 
 
-def entry_of(user, content: str = "fact", target: str = "memory") -> MemoryEntry:  # type: ignore[no-untyped-def]
+def entry_of(user, content: str = "fact", target: str = "memory") -> MemoryEntry:
     services.memory_add(user=user, target=target, content=content)
     return MemoryEntry.objects.get(owner=user, target=target, content=content)
 

@@ -32,7 +32,7 @@ PROCESSES, PROCESS_OPS = 4, 200
 
 
 @pytest.fixture
-def writer(transactional_db):  # type: ignore[no-untyped-def]
+def writer(transactional_db):
     user = get_user_model().objects.create_user(username="racer", password="x")
     set_profile(user, memory_char_limit=LIMIT)
     return user
@@ -67,7 +67,7 @@ def test_four_processes_lose_nothing_and_never_exceed_the_limit(writer):
     assert sum(r.succeeded for r in reports) > PROCESSES * PROCESS_OPS // 4
 
 
-def _run_processes(writer, env, vias) -> list[WorkerReport]:  # type: ignore[no-untyped-def]
+def _run_processes(writer, env, vias) -> list[WorkerReport]:
     procs = [
         subprocess.Popen(
             [

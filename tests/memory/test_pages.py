@@ -17,7 +17,7 @@ from tests.memory.conftest import chat_of, set_profile
 pytestmark = pytest.mark.django_db
 
 
-def logged_in(user) -> Client:  # type: ignore[no-untyped-def]
+def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client

@@ -219,7 +219,7 @@ def test_pattern_message_names_the_pattern() -> None:
 def test_finding_is_a_frozen_dataclass() -> None:
     finding = Finding(id="x", message="y")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        finding.id = "z"  # type: ignore[misc]
+        finding.id = "z"
 
 
 def test_fullwidth_text_is_blocked_after_nfkc_normalisation() -> None:
@@ -316,7 +316,7 @@ def test_scope_all_still_reports_invisible_characters_and_all_patterns() -> None
 
 def test_unknown_scope_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown scope"):
-        scan("hello", scope="lenient")  # type: ignore[arg-type]
+        scan("hello", scope="lenient")
 
 
 def test_blocked_reason_joins_ids_with_commas() -> None:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 RULE = "═" * 46
 
 
-def stored(user, target: str, content: str, order: int = 1) -> MemoryEntry:  # type: ignore[no-untyped-def]
+def stored(user, target: str, content: str, order: int = 1) -> MemoryEntry:
     """An entry written straight to the table, as one from before the scanner existed."""
     return MemoryEntry.objects.create(
         owner=user,

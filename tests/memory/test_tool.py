@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 ALLOWED = {"memory"}
 
 
-def call(ctx: ToolContext, **args):  # type: ignore[no-untyped-def]
+def call(ctx: ToolContext, **args):
     # Through dispatch with a JSON string, as the turn loop passes the model's arguments.
     return registry.dispatch(ctx, "memory", json.dumps(args), allowed=ALLOWED)
 

@@ -25,7 +25,7 @@ from skills_app.models import ReviewRun, SessionSkillState
 from skills_app.services import skill_create, skill_file_write
 
 
-def login(user) -> Client:  # type: ignore[no-untyped-def]
+def login(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
@@ -53,7 +53,7 @@ class Seeded:
         return list(self.markers.values())
 
 
-def seed(user, tag: str) -> Seeded:  # type: ignore[no-untyped-def]
+def seed(user, tag: str) -> Seeded:
     """Data of `user` in every registered table; every text field carries a marker."""
     m = {
         key: marker(tag, key)
@@ -272,13 +272,13 @@ def seed_inferences(s: Seeded) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _exports_in_tmp(settings, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+def _exports_in_tmp(settings, tmp_path_factory) -> None:
     # No test writes into the real var/exports (tests that check var/ use var_export_dir).
     settings.HERMES_EXPORT_DIR = tmp_path_factory.mktemp("exports")
 
 
 @pytest.fixture
-def export_dir(settings, tmp_path) -> Path:  # type: ignore[no-untyped-def]
+def export_dir(settings, tmp_path) -> Path:
     """Exports of this test go to a folder of its own."""
     path = tmp_path / "exports"
     settings.HERMES_EXPORT_DIR = path
@@ -286,7 +286,7 @@ def export_dir(settings, tmp_path) -> Path:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def var_export_dir(settings) -> Path:  # type: ignore[no-untyped-def]
+def var_export_dir(settings) -> Path:
     """Exports under var/ (as deployed), in a folder private to this test run."""
     path = Path(django_settings.VAR_DIR) / f"test-exports-{secrets.token_hex(4)}"
     settings.HERMES_EXPORT_DIR = path

@@ -17,7 +17,7 @@ from tests.privacy.conftest import login, seed
 pytestmark = pytest.mark.django_db
 
 
-def changelist(model) -> str:  # type: ignore[no-untyped-def]
+def changelist(model) -> str:
     return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
 
 

@@ -25,7 +25,7 @@ from privacy import jobs, registry
 from privacy.erase import account_erase, channel_groups_purge
 from privacy.models import AdminContentAccess, ExportJob
 from sessions_app.models import Session, SystemPrompt
-from tests.conftest import PASSWORD
+from tests.factories import PASSWORD
 from tests.privacy.conftest import login, seed
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_erasure_closes_the_persons_open_sockets(owner):
     client.force_login(owner)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run():
         socket = WebsocketCommunicator(
             application,
             "/ws/chat/",

@@ -24,7 +24,7 @@ from tests.privacy.conftest import login, seed
 pytestmark = pytest.mark.django_db
 
 
-def archive_bytes(path_or_bytes) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+def archive_bytes(path_or_bytes) -> dict[str, bytes]:
     source = io.BytesIO(path_or_bytes) if isinstance(path_or_bytes, bytes) else path_or_bytes
     with zipfile.ZipFile(source) as zf:
         return {name: zf.read(name) for name in zf.namelist()}
@@ -237,7 +237,7 @@ def test_account_page_starts_an_export_and_lists_it(
 
 
 @pytest.fixture
-def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:  # type: ignore[no-untyped-def]
+def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:
     """The worker process reads its settings from the environment."""
     path = tmp_path / "worker-exports"
     monkeypatch.setenv("HERMES_EXPORT_DIR", str(path))
@@ -245,6 +245,7 @@ def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:  # type: ignore[
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_builds_the_archive_with_progress(owner, worker_export_dir, celery_worker):
     seed(owner, "olv")

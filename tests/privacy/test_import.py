@@ -19,7 +19,7 @@ from privacy.export import build_export
 from privacy.hermes_import import hermes_import, hermes_import_zip
 from sessions_app.models import Message, Session
 from skills_app.models import Skill, SkillRevision
-from tests.conftest import make_user
+from tests.factories import UserFactory
 from tests.privacy.conftest import login, seed
 
 pytestmark = pytest.mark.django_db
@@ -128,14 +128,14 @@ def build_hermes_home(root: Path) -> tuple[Path, sqlite3.Connection]:
 
 
 @pytest.fixture
-def hermes_home(tmp_path):  # type: ignore[no-untyped-def]
+def hermes_home(tmp_path):
     home, conn = build_hermes_home(tmp_path)
     assert (home / "state.db-wal").stat().st_size > 0
     yield home
     conn.close()
 
 
-def counts(user) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def counts(user) -> dict[str, int]:
     return {
         "sessions": Session.objects.filter(owner=user).count(),
         "messages": Message.objects.filter(session__owner=user).count(),
@@ -248,7 +248,7 @@ def test_upload_of_something_else_is_refused_clearly(owner):
     assert "not a zip archive" in response.content.decode()
 
 
-def snapshot(user) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def snapshot(user) -> dict[str, object]:
     """The user's data, independent of ids."""
     sessions = {}
     for s in Session.objects.filter(owner=user).select_related("parent", "system_prompt"):
@@ -289,7 +289,7 @@ def test_export_then_import_into_a_fresh_account_gives_equal_data(owner, export_
     export_dir.mkdir()
     archive = export_dir / "olivia.zip"
     build_export(user=owner, target=archive)
-    fresh = make_user("fiona")
+    fresh = UserFactory(username="fiona")
     with archive.open("rb") as upload:
         report = hermes_import_zip(user=fresh, upload=upload)
     assert report.errors == [] and report.blocked == []

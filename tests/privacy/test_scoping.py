@@ -20,7 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from privacy import registry
 from privacy.admin_base import OwnedModelAdmin
 from sessions_app.models import SystemPrompt
-from tests.conftest import make_user
+from tests.factories import UserFactory
 from tests.privacy.conftest import Seeded, seed
 
 #: Patterns anyone may open (no per-person data behind them).
@@ -47,18 +47,18 @@ def params(pattern: URLPattern) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def world(django_db_setup, django_db_blocker):
     """Committed once for the module: a member (pia), a staff member (stan), a superuser
     (ruth) and the victim (quinn), whose every row carries a marker."""
     with django_db_blocker.unblock():
-        pia = make_user("pia")
-        stan = make_user("stan", staff=True)
-        ruth = make_user("ruth", superuser=True)
-        quinn = make_user("quinn")
+        pia = UserFactory(username="pia")
+        stan = UserFactory(username="stan", staff=True)
+        ruth = UserFactory(username="ruth", superuser=True)
+        quinn = UserFactory(username="quinn")
         seed(pia, "pia")
         seed(stan, "stan")
         victim = seed(quinn, "qnn")
-        victim.summary_id = quinn.search_summaries.get().pk  # type: ignore[attr-defined]
+        victim.summary_id = quinn.search_summaries.get().pk
         yield {"pia": pia, "stan": stan, "ruth": ruth, "victim": victim}
         hashes = list(
             SystemPrompt.objects.filter(sessions__owner__in=[pia, stan, ruth, quinn]).values_list(

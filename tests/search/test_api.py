@@ -14,8 +14,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def client_for():  # type: ignore[no-untyped-def]
-    def make(user):  # type: ignore[no-untyped-def]
+def client_for():
+    def make(user):
         client = Client(enforce_csrf_checks=True)
         client.force_login(user)
         return client

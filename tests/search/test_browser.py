@@ -9,8 +9,8 @@ import pytest
 
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search.summarise import query_hash
-from tests.conftest import PASSWORD
 from tests.e2e.conftest import browser, live_server_url, llm_for_server, off_loop  # noqa: F401
+from tests.factories import PASSWORD
 
 from .conftest import make_chat
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture
-def server_url(transactional_db, monkeypatch, request):  # type: ignore[no-untyped-def]
+def server_url(transactional_db, monkeypatch, request):
     # Without REDIS_URL the server runs tasks inline, so no worker is needed here.
     monkeypatch.delenv("REDIS_URL", raising=False)
     return request.getfixturevalue("live_server_url")

@@ -89,7 +89,7 @@ queries = st.one_of(
 
 
 @pytest.fixture
-def corpus(owner, outsider):  # type: ignore[no-untyped-def]
+def corpus(owner, outsider):
     mine = {
         make_chat(
             owner,

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def chain(owner):  # type: ignore[no-untyped-def]
+def chain(owner):
     """root → (compressed) → middle → (compressed) → tip, plus a delegated child of root."""
     root = make_chat(owner, [("user", "one"), ("assistant", "two")], title="Deploy")
     delegated = make_chat(owner, [("user", "side task")], parent=root, start=1)

@@ -15,11 +15,11 @@ from .conftest import at, compress, make_chat
 pytestmark = pytest.mark.django_db
 
 
-def ids(result):  # type: ignore[no-untyped-def]
+def ids(result):
     return [c.session_id for c in result.conversations]
 
 
-def search(owner, query, **kw):  # type: ignore[no-untyped-def]
+def search(owner, query, **kw):
     kw.setdefault("limit", 5)
     return search_conversations(owner=owner, query=query, **kw)
 
@@ -51,7 +51,7 @@ def test_cjk_search_in_tool_output_scans():
 
 
 @pytest.fixture
-def library(owner):  # type: ignore[no-untyped-def]
+def library(owner):
     deploy = make_chat(
         owner,
         [
@@ -283,7 +283,7 @@ def test_messages_carried_into_a_continuation_are_found_once(owner):
     assert sorted(h.snippet.text for h in conv.hits) == ["pangolin again", "the pangolin budget"]
 
 
-def _hit(mid, sid, score):  # type: ignore[no-untyped-def]
+def _hit(mid, sid, score):
     from sessions_app.search.hits import Hit
 
     return Hit(message_id=mid, session_id=sid, role="user", timestamp=at(0), score=score)

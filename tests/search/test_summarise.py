@@ -12,23 +12,23 @@ import time
 
 import pytest
 
+from devtools.scripted_llm import Fault
 from hermes_site.celery import app as celery_app
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search import summarise
 from sessions_app.search.service import search_conversations, search_summaries_wait
 from tests.conftest import wait_for
-from tests.support.scripted_llm import Fault
 
 from .conftest import compress, make_chat, summary_requests
 
 
-def run_tool(user, args, session_id=None):  # type: ignore[no-untyped-def]
+def run_tool(user, args, session_id=None):
     ctx = ToolContext(user=user, session_id=session_id)
     return registry.dispatch(ctx, "session_search", args, allowed={"session_search"})
 
 
-def deploy_chats(owner, n=1):  # type: ignore[no-untyped-def]
+def deploy_chats(owner, n=1):
     return [
         make_chat(
             owner,
@@ -170,7 +170,7 @@ def test_concurrency_is_bounded(owner, scripted, settings):
     lock = threading.Lock()
     state = {"now": 0, "max": 0}
 
-    def reply(body):  # type: ignore[no-untyped-def]
+    def reply(body):
         with lock:
             state["now"] += 1
             state["max"] = max(state["max"], state["now"])
@@ -236,14 +236,15 @@ def test_waiting_is_bounded_by_the_timeout_argument(owner, scripted):
 
 
 @pytest.mark.slow
-def test_summary_task_runs_in_a_real_worker(owner, summary_worker, llm_server):
+@pytest.mark.django_db(transaction=True)
+def test_summary_task_runs_in_a_real_worker(owner, scripted_worker, scripted):
     (chat,) = deploy_chats(owner)
-    llm_server.add_rule("Search topic:", reply="Worker-made summary.")
+    scripted.add_rule("Search topic:", reply="Worker-made summary.")
     last = Message.objects.filter(session=chat).latest("id").id
     row = summarise.summary_request(
         owner=owner, query="deploy", root_id=chat.id, last_message_id=last
     )
-    summary_worker.send("sessions_app.summarise_search_hit", row.id)
+    scripted_worker.send("sessions_app.summarise_search_hit", row.id)
     wait_for(
         lambda: SearchSummary.objects.get(id=row.id).status == "done",
         timeout=60,
@@ -252,28 +253,29 @@ def test_summary_task_runs_in_a_real_worker(owner, summary_worker, llm_server):
     row.refresh_from_db()
     assert row.summary == "Worker-made summary."
     assert row.attempts == 1
-    (request,) = summary_requests(llm_server)
+    (request,) = summary_requests(scripted)
     assert request["temperature"] == 0.1
     # Running it again is harmless: the row is already done, no second model call.
-    summary_worker.send("sessions_app.summarise_search_hit", row.id)
+    scripted_worker.send("sessions_app.summarise_search_hit", row.id)
     time.sleep(1)
-    assert len(summary_requests(llm_server)) == 1
+    assert len(summary_requests(scripted)) == 1
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
 def test_the_tool_waits_for_summaries_written_by_the_worker(
-    owner, summary_worker, llm_server, settings, monkeypatch
+    owner, scripted_worker, scripted, settings, monkeypatch
 ):
     """Not inline: the tool dispatches to the real worker and watches the cache rows."""
-    settings.OPENAI_BASE_URL = llm_server.base_url
+    settings.OPENAI_BASE_URL = scripted.base_url
     settings.OPENAI_API_KEY = "x"
     settings.HERMES_MODEL = "scripted"
     deploy_chats(owner, 2)
-    llm_server.add_rule("Search topic:", reply="from the worker")
+    scripted.add_rule("Search topic:", reply="from the worker")
     monkeypatch.setattr(
         summarise,
         "_dispatch",
-        lambda summary_id: summary_worker.send("sessions_app.summarise_search_hit", summary_id),
+        lambda summary_id: scripted_worker.send("sessions_app.summarise_search_hit", summary_id),
     )
     celery_app.conf.task_always_eager = False
     try:

@@ -14,7 +14,7 @@ from .conftest import compress, make_chat
 pytestmark = pytest.mark.django_db
 
 
-def call(user, args, session_id=None):  # type: ignore[no-untyped-def]
+def call(user, args, session_id=None):
     ctx = ToolContext(user=user, session_id=session_id)
     if not isinstance(args, str):
         args = json.dumps(args)

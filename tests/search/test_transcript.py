@@ -15,7 +15,7 @@ from sessions_app.search.transcript import (
 )
 
 
-def msg(role, content="", **kw):  # type: ignore[no-untyped-def]
+def msg(role, content="", **kw):
     return SimpleNamespace(
         role=role,
         content=content,

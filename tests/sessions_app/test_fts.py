@@ -11,11 +11,11 @@ from sessions_app.selectors import message_ids_matching
 pytestmark = pytest.mark.django_db
 
 
-def words(owner, query):  # type: ignore[no-untyped-def]
+def words(owner, query):
     return message_ids_matching(owner=owner, fts_query=query, index="words")
 
 
-def trigram(owner, query):  # type: ignore[no-untyped-def]
+def trigram(owner, query):
     return message_ids_matching(owner=owner, fts_query=query, index="trigram")
 
 
@@ -28,7 +28,7 @@ def integrity_check() -> None:
 
 
 @pytest.fixture
-def chat(owner):  # type: ignore[no-untyped-def]
+def chat(owner):
     return Session.objects.create(owner=owner, title="Deploy script")
 
 

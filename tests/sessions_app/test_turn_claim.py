@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -10,13 +11,14 @@ from django.utils import timezone
 
 from sessions_app import turn_claim
 from sessions_app.models import Session
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def session(owner):  # type: ignore[no-untyped-def]
-    return Session.objects.create(owner=owner, title="Claimed")
+def session(owner: Any) -> Session:
+    return SessionFactory(owner=owner, title="Claimed")
 
 
 def claim_of(session: Session) -> str:

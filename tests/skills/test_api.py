@@ -15,7 +15,7 @@ from .conftest import skill_md
 pytestmark = pytest.mark.django_db
 
 
-def api(user) -> APIClient:  # type: ignore[no-untyped-def]
+def api(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
     return client

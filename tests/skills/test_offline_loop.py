@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 from asgiref.sync import async_to_sync
 
+from devtools.scripted_llm import Fault
 from sessions_app.agent.llm import LLMError
 from sessions_app.agent.offline_loop import run_offline_loop
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, registry
 from sessions_app.models import Message
 from skills_app.models import Skill
-from tests.support.scripted_llm import Fault
 
 from .conftest import make_conversation, skill_md
 
@@ -45,7 +45,7 @@ def probe_tool() -> Iterator[str]:
     registry._tools.pop("test_probe", None)
 
 
-def run(**kwargs):  # type: ignore[no-untyped-def]
+def run(**kwargs):
     return async_to_sync(run_offline_loop)(**kwargs)
 
 

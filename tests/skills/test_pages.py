@@ -28,7 +28,7 @@ def make_zip(entries: dict[str, bytes | str], *, symlinks: tuple[str, ...] = ())
     return buffer.getvalue()
 
 
-def upload(client, data: bytes):  # type: ignore[no-untyped-def]
+def upload(client, data: bytes):
     archive = SimpleUploadedFile("skills.zip", data, content_type="application/zip")
     return client.post("/skills/-/import/", {"archive": archive})
 

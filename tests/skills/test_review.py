@@ -12,23 +12,23 @@ from channels.layers import get_channel_layer
 
 from accounts.models import Profile
 from core.realtime import user_group
+from devtools.scripted_llm import Fault
 from sessions_app.models import Message
 from skills_app.models import ReviewRun, SessionSkillState, Skill
 from skills_app.services import review
 from skills_app.services.review import review_after_turn, review_messages, review_run_execute
-from tests.support.scripted_llm import Fault
 
 from .conftest import make_conversation, skill_md
 
 pytestmark = pytest.mark.django_db
 
 
-def turn(session, iterations, capture):  # type: ignore[no-untyped-def]
+def turn(session, iterations, capture):
     with capture(execute=True):
         review_after_turn(session_id=session.pk, tool_iterations=iterations)
 
 
-def state(session) -> SessionSkillState:  # type: ignore[no-untyped-def]
+def state(session) -> SessionSkillState:
     return SessionSkillState.objects.get(session=session)
 
 
@@ -185,17 +185,17 @@ def test_an_unanswered_tool_call_is_dropped_from_the_replay(owner):
     assert replay[-1] == {"role": "user", "content": "again"}
 
 
-def listen(user):  # type: ignore[no-untyped-def]
+def listen(user):
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(user_group(user.pk), channel)
     return layer, channel
 
 
-def received(listener) -> list[dict]:  # type: ignore[no-untyped-def]
+def received(listener) -> list[dict]:
     layer, channel = listener
 
-    async def next_event():  # type: ignore[no-untyped-def]
+    async def next_event():
         try:
             return await asyncio.wait_for(layer.receive(channel), 0.5)
         except TimeoutError:

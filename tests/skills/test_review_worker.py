@@ -27,13 +27,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 
-def cookie(user) -> tuple[bytes, bytes]:  # type: ignore[no-untyped-def]
+def cookie(user) -> tuple[bytes, bytes]:
     client = Client()
     client.force_login(user)
     return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
 
 
-def queue_run(session) -> ReviewRun:  # type: ignore[no-untyped-def]
+def queue_run(session) -> ReviewRun:
     last = Message.objects.filter(session=session).latest("id").id
     return ReviewRun.objects.create(session=session, last_message_id=last, kind="skill")
 
@@ -46,12 +46,12 @@ def finished(run: ReviewRun) -> ReviewRun:
     )
 
 
-def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):  # type: ignore[no-untyped-def]
+def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):
     """Send the review to the worker while the user has the app open; return what the
     socket received (the notice, or None when nothing arrived)."""
     headers = [ORIGIN, cookie(user)]
 
-    async def scenario():  # type: ignore[no-untyped-def]
+    async def scenario():
         socket = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
         connected, _ = await socket.connect(timeout=15)
         assert connected
@@ -72,7 +72,7 @@ def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):  #
 
 
 def test_worker_review_creates_a_skill_and_tells_the_open_tab(
-    owner, outsider, scripted, redis_channel_layer, review_worker
+    owner, outsider, scripted, redis_channel_layer, scripted_worker
 ):
     session = make_conversation(owner, turns=3)
     transcript = list(Message.objects.filter(session=session).values_list("id", "content"))
@@ -96,7 +96,7 @@ def test_worker_review_creates_a_skill_and_tells_the_open_tab(
     )
     scripted.enqueue(reply="Created k8s-storage.")
 
-    event = review_with_socket(review_worker, run, owner, expect_notice=True)
+    event = review_with_socket(scripted_worker, run, owner, expect_notice=True)
 
     assert event == {
         "type": "notice",
@@ -118,7 +118,7 @@ def test_worker_review_creates_a_skill_and_tells_the_open_tab(
     assert not Skill.objects.filter(owner=outsider).exists()
 
 
-def test_worker_review_patches_an_existing_skill(owner, scripted, review_worker):
+def test_worker_review_patches_an_existing_skill(owner, scripted, scripted_worker):
     services.skill_create(
         user=owner,
         name="k8s-storage",
@@ -142,7 +142,7 @@ def test_worker_review_patches_an_existing_skill(owner, scripted, review_worker)
     )
     scripted.enqueue(reply="Patched k8s-storage.")
 
-    review_worker.send("skills_app.review_session", run.pk)
+    scripted_worker.send("skills_app.review_session", run.pk)
 
     assert finished(run).status == "done"
     skill = Skill.objects.get(owner=owner, name="k8s-storage")
@@ -154,21 +154,21 @@ def test_worker_review_patches_an_existing_skill(owner, scripted, review_worker)
 
 
 def test_worker_review_with_nothing_to_save_changes_nothing(
-    owner, scripted, redis_channel_layer, review_worker
+    owner, scripted, redis_channel_layer, scripted_worker
 ):
     services.skill_create(user=owner, name="k8s-storage", content=skill_md("k8s-storage"))
     session = make_conversation(owner)
     run = queue_run(session)
     scripted.enqueue(reply="Nothing to save.")
 
-    assert review_with_socket(review_worker, run, owner, expect_notice=False) is None
+    assert review_with_socket(scripted_worker, run, owner, expect_notice=False) is None
 
     run.refresh_from_db()
     assert (run.status, run.outcome, run.actions) == ("done", "Nothing to save.", [])
     assert Skill.objects.get(owner=owner).revisions.count() == 1
 
 
-def test_worker_review_is_denied_tools_outside_its_list(owner, scripted, review_worker):
+def test_worker_review_is_denied_tools_outside_its_list(owner, scripted, scripted_worker):
     session = make_conversation(owner)
     before = Message.objects.count()
     run = queue_run(session)
@@ -186,7 +186,7 @@ def test_worker_review_is_denied_tools_outside_its_list(owner, scripted, review_
     )
     scripted.enqueue(reply="Nothing to save.")
 
-    review_worker.send("skills_app.review_session", run.pk)
+    scripted_worker.send("skills_app.review_session", run.pk)
 
     run = finished(run)
     assert run.status == "done"

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.django_db
 BODY = "# Steps\n\n1. Check the PVC.\n2. Check the StorageClass.\n3. Check the StorageClass."
 
 
-def create(user, name: str = "k8s-storage", **kwargs):  # type: ignore[no-untyped-def]
+def create(user, name: str = "k8s-storage", **kwargs):
     return services.skill_create(user=user, name=name, content=skill_md(name, body=BODY), **kwargs)
 
 
-def team_skill(superuser, name: str = "deploy-checklist") -> Skill:  # type: ignore[no-untyped-def]
+def team_skill(superuser, name: str = "deploy-checklist") -> Skill:
     return services.team_skill_save(actor=superuser, content=skill_md(name), category="ops")
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 SKILL_TOOLS = {"skills_list", "skill_view", "skill_manage"}
 
 
-def call(user, name, args, *, origin="tool", ctx=None, session_id=None):  # type: ignore[no-untyped-def]
+def call(user, name, args, *, origin="tool", ctx=None, session_id=None):
     ctx = ctx or ToolContext(user=user, origin=origin, session_id=session_id)
     return registry.dispatch(ctx, name, json.dumps(args), allowed=SKILL_TOOLS)
 

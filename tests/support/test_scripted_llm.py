@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.scripted_llm import (
+from devtools.scripted_llm import (
     Fault,
     ScriptedLLM,
     build_demo,

@@ -12,10 +12,10 @@ class Command(BaseCommand):
         "HERMES_ADMIN_PASSWORD, else generated and printed once)."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--username", default=settings.HERMES_ADMIN_USER)
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         username = options["username"]
         created, generated = admin_ensure(
             username=username, password=settings.HERMES_ADMIN_PASSWORD or None

@@ -9,13 +9,13 @@ class Command(BaseCommand):
         "http://127.0.0.1:8001/v1 and set HERMES_MODEL=scripted."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8001)
         parser.add_argument("--chunk-delay", type=float, default=0.02)
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
-        from tests.support.scripted_llm import main
+    def handle(self, *args, **options):
+        from devtools.scripted_llm import main
 
         main(
             [

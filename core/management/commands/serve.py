@@ -29,13 +29,13 @@ class Child:
 class Command(BaseCommand):
     help = "Run the site: embedded Valkey (unless REDIS_URL is set), ASGI server, Celery worker."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--host", default=settings.HERMES_HOST)
         parser.add_argument("--port", type=int, default=settings.HERMES_PORT)
         parser.add_argument("--no-worker", action="store_true", help="Do not start Celery.")
         parser.add_argument("--worker-concurrency", type=int, default=settings.HERMES_WORKERS)
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         self._stopping = False
         try:
             preflight.check_database()

@@ -15,11 +15,11 @@ class Command(BaseCommand):
         "into an account. Safe to run again: nothing is imported twice."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("home", help="The Hermes home folder, e.g. ~/.hermes")
         parser.add_argument("--user", required=True, help="Username of the account to fill")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         User = get_user_model()
         user = User.objects.filter(**{User.USERNAME_FIELD: options["user"]}).first()
         if user is None:

@@ -1,0 +1,3 @@
+from devtools.scripted_llm.demo import main
+
+raise SystemExit(main())
