@@ -31,7 +31,7 @@ def account(request: HttpRequest) -> HttpResponse:
             "token_form": TokenCreateForm(),
             "tokens": request.user.api_tokens.all(),
             "new_token": request.session.pop("new_api_token", None),
-            # Download my data, import, forget memory, delete account (hermes_site/privacy).
+            # Download my data, import, forget memory, delete account (privacy/).
             **account_privacy_context(request.user),
         },
     )

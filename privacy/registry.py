@@ -19,10 +19,9 @@ Every app registers its own tables from its `AppConfig.ready()` (in its `persona
         memory=True,                        # "Forget all memory" deletes it too
     )
 
-The memory-provider `Inference` model (issue 8) registers itself exactly like this; from
-then on its rows appear in every export under "inferences", are deleted with the account
-and by "Forget all memory", and are hidden from superusers in the admin unless content
-access is on. Nothing else has to change.
+From then on the table's rows appear in every export under their section, are deleted with
+the account (and by "Forget all memory" when `memory=True`), and are hidden from superusers
+in the admin unless content access is on. Nothing in this app has to change.
 """
 
 from __future__ import annotations
