@@ -62,6 +62,18 @@ def _tasks_run_inline() -> Iterator[None]:
     celery_app.conf.task_always_eager = previous
 
 
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer() -> Iterator[None]:
+    # Each async test runs on its own event loop, but channels caches one layer instance per
+    # process: its receive lock belongs to the loop that first used it, so one test ending
+    # mid-receive (a timeout on a loaded machine) left it locked and every later websocket
+    # test failed with "Lock is bound to a different event loop".
+    yield
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
 @pytest.fixture
 def owner(db):
     """The person whose data a test is about."""
