@@ -191,6 +191,7 @@ def test_hostile_model_output_stays_text_while_streaming_and_after(
     context, page, errors = open_chat(browser, live_server_url, owner, size)
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
+    page.evaluate(WATCH_JS)
     send(page, "Be hostile")
 
     for body in (".msg-streaming .msg-body", ".msg-assistant:not(.msg-streaming) .msg-body"):
@@ -217,6 +218,9 @@ def test_hostile_model_output_stays_text_while_streaming_and_after(
         assert code.startswith('<img src=x onerror="window.__xss=5">')
 
     assert "window.__xss=6" in code, "the unterminated fence runs to the end once done"
+    assert page.evaluate(f"() => window.__look(document.querySelector('{body}'))") == (
+        page.evaluate("() => window.__lastStreamed")
+    ), "the server's HTML looks like the streamed answer"
     assert not [url for url in requested if "evil.example" in url]
     page.screenshot(path=str(SCREENSHOTS / f"markdown-hostile-{size}.png"))
     assert errors == []
