@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-requirements-dev
 # Workers of `make test-fast` (pytest-xdist); each gets its own test database and Redis prefix.
 FAST_WORKERS ?= auto
 
-.PHONY: install install-dev run serve test test-fast lint format worker beat bench migrate clean
+.PHONY: install install-dev run serve test test-fast lint format worker beat bench migrate clean vendor
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ beat: install
 
 bench: install-dev
 	$(PY) -m bench
+
+## make vendor: fetch the browser libraries pinned in static/vendor/vendor.json from the npm
+## registry (checking their integrity) into static/vendor/<name>/; needs npm, not the venv
+vendor:
+	$(PYTHON) -m devtools.vendor
 
 clean:
 	rm -rf var/test_* .pytest_cache

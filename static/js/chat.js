@@ -1,6 +1,6 @@
 // Hermes Web chat: one websocket, streaming answers, tool chips, notices.
-// Text from the model is only ever inserted with textContent; finished answers are
-// replaced by HTML the server rendered and sanitised.
+// Streaming text from the model is rendered by markdown.js (DOM nodes, the server's
+// allow-list); finished answers are replaced by HTML the server rendered and sanitised.
 (function () {
   "use strict";
 
@@ -179,13 +179,13 @@
       lastSeq = ev.seq || 0;
       snapshotOf = ev.message_id;
       const bubble = streamingBubble(ev.message_id);
-      bubble.body.textContent = ev.text || "";
+      HermesMarkdown.show(bubble.body, ev.text || "");
       statusLine.textContent = "Hermes is answering…";
     },
     "assistant.delta": function (ev) {
       if (!busy) setBusy(true);
       const bubble = streamingBubble(ev.message_id);
-      bubble.body.appendChild(document.createTextNode(ev.text));
+      HermesMarkdown.append(bubble.body, ev.text);
       statusLine.textContent = "";
       scrollDown();
     },
