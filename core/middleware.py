@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from .exceptions import ServiceError
+from .flash import section_tag
 
 _View = TypeVar("_View", bound=Callable[..., HttpResponse])
 
@@ -52,6 +53,7 @@ class _Back:
     to: str
     args: tuple[str, ...]
     anchor: str
+    section: str
 
     def url(self, request: HttpRequest) -> str:
         view_kwargs = request.resolver_match.kwargs if request.resolver_match else {}
@@ -60,15 +62,19 @@ class _Back:
 
 
 def errors_back_to(
-    to: str, *, args: Sequence[str] = (), anchor: str = ""
+    to: str, *, args: Sequence[str] = (), anchor: str = "", section: str | None = None
 ) -> Callable[[_View], _View]:
     """Where ServiceErrorMiddleware sends a person whose request a service refused: the
     page the form was on, with the reason flashed. `to` is a URL name, reversed with the
-    view's own URL arguments named in `args`, then `#anchor` added."""
+    view's own URL arguments named in `args`, then `#anchor` added. The message is tagged
+    for `section` (the anchor unless given; see core.flash), so a page that renders its
+    section messages in place shows it where the person is looking."""
 
     def mark(view: _View) -> _View:
         # functools.wraps copies __dict__, so the mark survives login_required & co.
-        view.service_error_back = _Back(to, tuple(args), anchor)
+        view.service_error_back = _Back(
+            to, tuple(args), anchor, anchor if section is None else section
+        )
         return view
 
     return mark
@@ -100,5 +106,6 @@ class ServiceErrorMiddleware:
         back: _Back | None = getattr(match.func, "service_error_back", None) if match else None
         if back is None:
             return None
-        messages.error(request, exception.message)
+        tags = section_tag(back.section) if back.section else ""
+        messages.error(request, exception.message, extra_tags=tags)
         return HttpResponseRedirect(back.url(request))
