@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 
 from .exceptions import ServiceError
@@ -46,6 +47,29 @@ class ContentSecurityPolicyMiddleware:
 # API views never get here: DRF's handler (core.api.exception_handler) already
 # turned their ServiceErrors into JSON, and its payloads are a contract.
 API_PREFIX = "/api/"
+
+
+class MethodNotAllowedPageMiddleware:
+    """`require_POST` & co answer a GET with an empty 405: a person who opens such a URL
+    (a bookmark, a reload after a form) gets the site's page saying so instead. The API
+    keeps DRF's JSON, and the Allow header is kept."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or response.streaming
+            or response.content
+            or request.path_info.startswith(API_PREFIX)
+        ):
+            return response
+        page = render(request, "405.html", status=405)
+        if "Allow" in response:
+            page["Allow"] = response["Allow"]
+        return page
 
 
 @dataclass(frozen=True)

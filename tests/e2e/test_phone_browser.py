@@ -191,3 +191,37 @@ def test_a_blank_rename_says_so_in_the_options_panel_and_keeps_the_composer(
     assert inside_viewport(page, ".conv-menu-body .flash")
     shot(page, "rename-blank")
     assert errors == []
+
+
+@pytest.mark.parametrize("viewport", [PHONES[0], DESKTOP], ids=["phone", "desktop"])
+def test_the_account_page_shows_a_refusal_where_it_jumps_to(
+    ada, live_server_url, browser, viewport
+):
+    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page.goto(f"{live_server_url}/accounts/")
+    page.fill("#id_delete_password", "not my password")
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_navigation():
+        page.click("#delete button.danger")
+    assert page.url.endswith("/accounts/#delete")
+    assert page.is_visible("#delete .flash >> text=That is not your password.")
+    assert inside_viewport(page, "#delete .flash")
+    shot(page, "account-refused")
+    assert errors == []
+
+
+@pytest.mark.parametrize("viewport", [PHONES[1], DESKTOP], ids=["phone", "desktop"])
+def test_error_pages_are_the_sites_own(ada, live_server_url, browser, viewport):
+    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    for url, status, heading in [
+        ("/skills/nonexistent/", 404, "Page not found"),
+        ("/accounts/forget-memory/", 405, "This address only takes a form"),
+    ]:
+        response = page.goto(f"{live_server_url}{url}")
+        assert response is not None and response.status == status
+        assert page.inner_text("main h1") == heading
+        assert page.is_visible(".topbar .brand")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
+        shot(page, f"error-{status}")
+    # The browser logs the 404 and 405 responses themselves as console errors.
+    assert [e for e in errors if "status of 40" not in e] == []
