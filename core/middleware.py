@@ -8,9 +8,11 @@ from typing import TypeVar
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 
 from .exceptions import ServiceError
+from .flash import section_tag
 
 _View = TypeVar("_View", bound=Callable[..., HttpResponse])
 
@@ -47,11 +49,35 @@ class ContentSecurityPolicyMiddleware:
 API_PREFIX = "/api/"
 
 
+class MethodNotAllowedPageMiddleware:
+    """`require_POST` & co answer a GET with an empty 405: a person who opens such a URL
+    (a bookmark, a reload after a form) gets the site's page saying so instead. The API
+    keeps DRF's JSON, and the Allow header is kept."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or response.streaming
+            or response.content
+            or request.path_info.startswith(API_PREFIX)
+        ):
+            return response
+        page = render(request, "405.html", status=405)
+        if "Allow" in response:
+            page["Allow"] = response["Allow"]
+        return page
+
+
 @dataclass(frozen=True)
 class _Back:
     to: str
     args: tuple[str, ...]
     anchor: str
+    section: str
 
     def url(self, request: HttpRequest) -> str:
         view_kwargs = request.resolver_match.kwargs if request.resolver_match else {}
@@ -60,15 +86,19 @@ class _Back:
 
 
 def errors_back_to(
-    to: str, *, args: Sequence[str] = (), anchor: str = ""
+    to: str, *, args: Sequence[str] = (), anchor: str = "", section: str | None = None
 ) -> Callable[[_View], _View]:
     """Where ServiceErrorMiddleware sends a person whose request a service refused: the
     page the form was on, with the reason flashed. `to` is a URL name, reversed with the
-    view's own URL arguments named in `args`, then `#anchor` added."""
+    view's own URL arguments named in `args`, then `#anchor` added. The message is tagged
+    for `section` (the anchor unless given; see core.flash), so a page that renders its
+    section messages in place shows it where the person is looking."""
 
     def mark(view: _View) -> _View:
         # functools.wraps copies __dict__, so the mark survives login_required & co.
-        view.service_error_back = _Back(to, tuple(args), anchor)
+        view.service_error_back = _Back(
+            to, tuple(args), anchor, anchor if section is None else section
+        )
         return view
 
     return mark
@@ -100,5 +130,6 @@ class ServiceErrorMiddleware:
         back: _Back | None = getattr(match.func, "service_error_back", None) if match else None
         if back is None:
             return None
-        messages.error(request, exception.message)
+        tags = section_tag(back.section) if back.section else ""
+        messages.error(request, exception.message, extra_tags=tags)
         return HttpResponseRedirect(back.url(request))

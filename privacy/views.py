@@ -1,6 +1,7 @@
 """The privacy actions of the Account page: download my data, import a Hermes home, forget
 all memory, delete my account. Thin: each checks who is asking and calls a service; a
-refusal is flashed back on the Account page's section (`errors_back_to`)."""
+refusal is flashed back on the Account page's section (`errors_back_to`). Every message is
+tagged with the section the redirect jumps to, and the page shows it there (core.flash)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.flash import section_tag
 from core.middleware import errors_back_to
 
 from . import erase, jobs
@@ -38,6 +40,10 @@ def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
     }
 
 
+def _tell(request: HttpRequest, level: int, text: str, *, section: str) -> None:
+    messages.add_message(request, level, text, extra_tags=section_tag(section))
+
+
 def _back(anchor: str) -> HttpResponse:
     return redirect(reverse("account") + f"#{anchor}")
 
@@ -47,11 +53,13 @@ def _back(anchor: str) -> HttpResponse:
 def export_start(request: HttpRequest) -> HttpResponse:
     job = jobs.export_job_start(user=request.user)
     if job.status == "done":
-        messages.success(request, "Your archive is ready to download.")
+        _tell(request, messages.SUCCESS, "Your archive is ready to download.", section="data")
     else:
-        messages.success(
+        _tell(
             request,
+            messages.SUCCESS,
             "Building your archive. This page shows its progress; download it when it is ready.",
+            section="data",
         )
     return _back("data")
 
@@ -77,23 +85,37 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
 def hermes_import_upload(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("home")
     if upload is None:
-        messages.error(request, "Choose a zip of your Hermes home (or of a Hermes Web export).")
+        _tell(
+            request,
+            messages.ERROR,
+            "Choose a zip of your Hermes home (or of a Hermes Web export).",
+            section="import",
+        )
         return _back("import")
     report = hermes_import_zip(user=request.user, upload=upload)
     lines = report.lines()
     shown, rest = lines[:MAX_REPORT_LINES], len(lines) - MAX_REPORT_LINES
     level = messages.SUCCESS if report.ok else messages.WARNING
-    messages.add_message(
-        request, level, "Import finished." if report.ok else "Import finished with problems."
+    _tell(
+        request,
+        level,
+        "Import finished." if report.ok else "Import finished with problems.",
+        section="import",
     )
     for line in shown:
-        messages.add_message(
+        _tell(
             request,
             messages.ERROR if line.startswith(("Error", "Blocked")) else messages.INFO,
             line,
+            section="import",
         )
     if rest > 0:
-        messages.info(request, f"… and {rest} more line(s); `manage.py import_hermes` prints all.")
+        _tell(
+            request,
+            messages.INFO,
+            f"… and {rest} more line(s); `manage.py import_hermes` prints all.",
+            section="import",
+        )
     return _back("import")
 
 
@@ -101,14 +123,21 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
 @require_POST
 def memory_forget(request: HttpRequest) -> HttpResponse:
     if request.POST.get("confirm") != "forget":
-        messages.error(request, "Tick the box to confirm that all memory should be forgotten.")
+        _tell(
+            request,
+            messages.ERROR,
+            "Tick the box to confirm that all memory should be forgotten.",
+            section="memory-forget",
+        )
         return _back("memory-forget")
     report = erase.memory_forget_all(user=request.user)
     entries = report.rows.get("memory.MemoryEntry", 0)
-    messages.success(
+    _tell(
         request,
+        messages.SUCCESS,
         f"Forgot all memory: {entries} entr{'y' if entries == 1 else 'ies'} and their history "
         "are gone. New conversations start without them.",
+        section="memory-forget",
     )
     return _back("memory-forget")
 

@@ -156,7 +156,7 @@ def chat_messages(request: HttpRequest, session_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-@errors_back_to("chat_session", args=["session_id"])
+@errors_back_to("chat_session", args=["session_id"], section="options")
 def chat_rename(request: HttpRequest, session_id: str) -> HttpResponse:
     services.session_rename(
         user=request.user, session_id=session_id, title=request.POST.get("title", "")

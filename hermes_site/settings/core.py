@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "core.middleware.ContentSecurityPolicyMiddleware",
     "core.middleware.ServiceErrorMiddleware",
+    "core.middleware.MethodNotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"

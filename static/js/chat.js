@@ -339,13 +339,6 @@
     send({ type: "chat.regenerate", session: sessionId });
   });
 
-  const toggle = document.getElementById("sidebar-toggle");
-  const sidebar = document.getElementById("chat-sidebar");
-  toggle.addEventListener("click", function () {
-    const open = sidebar.classList.toggle("open");
-    toggle.setAttribute("aria-expanded", open ? "true" : "false");
-  });
-
   setBusy(busy);
   thread.scrollTop = thread.scrollHeight;
   connect();

@@ -1,5 +1,6 @@
 // Shared by every page (loaded by base.html before any page script): ask before a
-// destructive submit, and poll a JSON URL for a job running on the server.
+// destructive submit, open and close disclosures, and poll a JSON URL for a job running
+// on the server.
 (function () {
   "use strict";
 
@@ -15,6 +16,29 @@
       event.stopImmediatePropagation();
     }
   }, true);
+
+  // A button with data-disclosure and aria-controls="id" opens and closes that element
+  // (class "open"): the phone menu, the chat's conversation drawer. Esc or a tap outside
+  // both closes it too, so an open panel never traps a person on a small screen.
+  document.querySelectorAll("button[data-disclosure][aria-controls]").forEach(function (button) {
+    var panel = document.getElementById(button.getAttribute("aria-controls"));
+    if (!panel) { return; }
+    function isOpen() { return button.getAttribute("aria-expanded") === "true"; }
+    function set(open) {
+      panel.classList.toggle("open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    button.addEventListener("click", function () { set(!isOpen()); });
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && isOpen()) {
+        set(false);
+        button.focus();
+      }
+    });
+    document.addEventListener("click", function (event) {
+      if (isOpen() && !panel.contains(event.target) && !button.contains(event.target)) { set(false); }
+    });
+  });
 
   // Fetch `url` as JSON until the job is over. Options:
   //   delay(tries)   ms to wait before the next try, given the tries made so far;

@@ -36,6 +36,32 @@ def test_account_page_offers_export_import_forget_and_delete(owner, settings):
     assert "style=" not in body and "<script>" not in body  # CSP: no inline code
 
 
+def section_html(page: str, section_id: str) -> str:
+    match = re.search(rf'<section class="[^"]*" id="{section_id}">(.*?)</section>', page, re.S)
+    assert match, section_id
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("url", "data", "section", "text"),
+    [
+        ("account_delete", {"password": "wrong"}, "delete", "That is not your password."),
+        ("account_forget_memory", {}, "memory-forget", "Tick the box"),
+        ("account_import", {}, "data", "Choose a zip"),
+    ],
+    ids=["delete", "forget", "import"],
+)
+def test_an_account_action_shows_its_message_in_the_section_it_jumps_to(
+    owner, url, data, section, text
+):
+    client = login(owner)
+    response = client.post(reverse(url), data)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/#")
+    page = client.get(response["Location"]).content.decode()
+    assert text in section_html(page, section)
+    assert page.count(text) == 1  # not at the top of the page as well
+
+
 def add_usage(session: Session, *, model: str, days_ago: int, prompt: int, cached: int) -> None:
     Message.objects.create(
         session=session,
