@@ -45,7 +45,7 @@
   function setBusy(value) {
     busy = value;
     stopBtn.hidden = !value;
-    sendBtn.disabled = value || input.disabled || overLimit();
+    updateSend();
     thread.setAttribute("aria-busy", value ? "true" : "false");
     regenBtn.hidden = value || !sessionId || !thread.querySelector(".msg-assistant:last-of-type");
     if (!value) statusLine.textContent = "";
@@ -384,7 +384,11 @@
         " to send it."
       : count.toLocaleString("en") + " / " + maxChars.toLocaleString("en") + " characters";
     input.setAttribute("aria-invalid", over ? "true" : "false");
-    sendBtn.disabled = busy || input.disabled || over;
+    updateSend();
+  }
+
+  function updateSend() {
+    sendBtn.disabled = busy || input.disabled || overLimit();
   }
 
   input.addEventListener("input", updateLimit);
