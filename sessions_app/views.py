@@ -35,7 +35,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 END_NOTES = {
     "stopped": "Answer stopped.",
     "rate_limited": "The model is rate-limited right now; try again in a moment.",
-    "llm_unavailable": "The model could not be reached in time.",
+    "llm_unavailable": "The connection to the model server failed.",
+    "llm_refused": "The model server refused the connection: is it running?",
+    "llm_timeout": "The model server timed out.",
+    "llm_server_error": "The model server answered with a server error (HTTP 5xx).",
     "auth_failed": "The model refused the configured API key (check OPENAI_API_KEY).",
     "bad_request": "The model rejected the request.",
     "context_too_long": "The conversation is too long for the model's context window.",

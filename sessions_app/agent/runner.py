@@ -211,7 +211,13 @@ async def _prepare(turn: _Turn) -> _Setup:
 async def _announce(turn: _Turn) -> None:
     start = turn.start
     if start.created:
-        await turn.events.emit({"type": "session.started", "title": start.session.title})
+        await turn.events.emit(
+            {
+                "type": "session.started",
+                "title": start.session.title,
+                "temporary": start.session.temporary,
+            }
+        )
     if start.switched_from:
         # The tab still shows the compressed part; tell it where the chat went on.
         await apublish(
@@ -291,6 +297,8 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
                 "name": call.name,
                 "arguments": call.arguments,
                 "call_id": call.id,
+                # The answer the chip belongs under (it may have no text to stream).
+                "message_id": turn.state.message_id,
             }
         )
         # Off the shared sync thread: a tool may wait (session_search waits for summaries) and

@@ -15,6 +15,7 @@
   const statusLine = document.getElementById("status-line");
   const toasts = document.getElementById("toasts");
   const convList = document.getElementById("conv-list");
+  const limitNote = document.getElementById("composer-limit");
   const chatUrl = root.dataset.chatUrl;
   const maxChars = parseInt(root.dataset.maxChars || "32000", 10);
 
@@ -26,6 +27,11 @@
   let socket = null;
   let retry = 0;
   const pending = [];
+  // The text of a chat.send ("" for a regenerate) the server has not accepted yet: a
+  // refusal puts it back.
+  let sentText = null;
+  let lastDoneId = 0;  // the answer the last assistant.done closed (a turn error's note)
+  let refreshing = Promise.resolve();
 
   function lastMessageId() {
     let max = 0;
@@ -39,7 +45,7 @@
   function setBusy(value) {
     busy = value;
     stopBtn.hidden = !value;
-    sendBtn.disabled = value || input.disabled;
+    updateSend();
     thread.setAttribute("aria-busy", value ? "true" : "false");
     regenBtn.hidden = value || !sessionId || !thread.querySelector(".msg-assistant:last-of-type");
     if (!value) statusLine.textContent = "";
@@ -77,7 +83,8 @@
     thread.scrollTop = thread.scrollHeight;
   }
 
-  function streamingBubble(messageId) {
+  // The element of the assistant message `messageId`, drawn now if it is not on the page.
+  function assistantElement(messageId) {
     let art = messageId ? thread.querySelector('[data-message-id="' + messageId + '"]') : null;
     if (!art) {
       art = el("article", "msg msg-assistant msg-streaming");
@@ -85,6 +92,11 @@
       art.appendChild(el("div", "msg-who", "Hermes"));
       thread.appendChild(art);
     }
+    return art;
+  }
+
+  function streamingBubble(messageId) {
+    const art = assistantElement(messageId);
     let body = art.querySelector(".msg-body");
     if (!body) {
       body = el("div", "msg-body msg-plain streaming");
@@ -102,11 +114,6 @@
     return chips;
   }
 
-  function currentAssistant() {
-    const all = thread.querySelectorAll(".msg-assistant");
-    return all.length ? all[all.length - 1] : streamingBubble(null).art;
-  }
-
   function errorNote(text) {
     const note = el("p", "msg-note msg-error", text);
     note.setAttribute("role", "alert");
@@ -114,7 +121,14 @@
     thread.scrollTop = thread.scrollHeight;
   }
 
-  async function refreshThread() {
+  // One refresh at a time: two overlapping ones (assistant.done, then error) would both
+  // insert the same messages.
+  function refreshThread() {
+    refreshing = refreshing.then(loadNewMessages);
+    return refreshing;
+  }
+
+  async function loadNewMessages() {
     if (!sessionId) return;
     const url = root.dataset.messagesUrl + "?after=" + turnAfter;
     try {
@@ -136,12 +150,24 @@
     }
   }
 
+  // Point the page (address, refresh URL, Inspect and Options) at conversation `id`.
+  function setSession(id) {
+    sessionId = id;
+    root.dataset.session = id;
+    const path = chatUrl + encodeURIComponent(id) + "/";
+    root.dataset.messagesUrl = path + "messages/";
+    history.replaceState(null, "", path);
+    document.querySelectorAll("[data-session-url]").forEach(function (node) {
+      const url = node.dataset.sessionUrl.replace("__session__", encodeURIComponent(id));
+      node.setAttribute(node.tagName === "FORM" ? "action" : "href", url);
+      node.hidden = false;
+    });
+    document.getElementById("conv-menu").hidden = false;
+  }
+
   function switchTo(newId) {
     const oldId = sessionId;
-    sessionId = newId;
-    root.dataset.session = newId;
-    root.dataset.messagesUrl = chatUrl + encodeURIComponent(newId) + "/messages/";
-    history.replaceState(null, "", chatUrl + encodeURIComponent(newId) + "/");
+    setSession(newId);
     const item = convList.querySelector('[data-session-id="' + oldId + '"]');
     if (item) {
       item.dataset.sessionId = newId;
@@ -154,10 +180,9 @@
   function onSessionStarted(ev) {
     const temporary = document.getElementById("temporary");
     if (temporary) temporary.closest("label").hidden = true;
-    sessionId = ev.session;
-    root.dataset.session = sessionId;
-    root.dataset.messagesUrl = chatUrl + encodeURIComponent(sessionId) + "/messages/";
-    history.replaceState(null, "", chatUrl + encodeURIComponent(sessionId) + "/");
+    setSession(ev.session);
+    document.getElementById("temporary-banner").hidden = !ev.temporary;
+    document.getElementById("rename-title").value = ev.title || "";
     document.getElementById("chat-title").textContent = ev.title || "Conversation";
     document.title = (ev.title || "Conversation") + " · Hermes Web";
     const empty = document.getElementById("conv-empty");
@@ -170,6 +195,32 @@
     li.appendChild(a);
     convList.querySelectorAll(".conv.current").forEach(function (c) { c.classList.remove("current"); });
     convList.insertBefore(li, convList.firstChild);
+  }
+
+  // A request the server refused before any turn began (too long, quota, busy): the
+  // message was not saved, so its bubble goes and its text returns to the composer.
+  function refused(ev) {
+    if (sentText !== null) {
+      thread.querySelectorAll(".msg-pending").forEach(function (p) { p.remove(); });
+      if (!input.value) input.value = sentText;
+      sentText = null;
+      setBusy(false);
+      updateLimit();
+    }
+    if (ev.code === "turn_in_progress") toast(ev.message, "warn");
+    else errorNote(ev.message);
+  }
+
+  // A turn that failed: its answer (saved as failed or interrupted) carries the note; live,
+  // the note says exactly what the server met (the saved one keeps only the kind).
+  function turnFailed(ev) {
+    refreshThread().then(function () {
+      const art = thread.querySelector('[data-message-id="' + lastDoneId + '"]');
+      const note = art && art.querySelector(".msg-note");
+      if (note) note.textContent = (art.dataset.status === "failed" ? "No answer. " : "Interrupted: ") + ev.message;
+      else errorNote(ev.message);
+      setBusy(false);
+    });
   }
 
   const handlers = {
@@ -200,12 +251,14 @@
       detail.appendChild(el("div", "muted", "Arguments"));
       detail.appendChild(el("pre", "", ev.arguments || ""));
       chip.appendChild(detail);
-      chipsOf(currentAssistant()).appendChild(chip);
+      chipsOf(assistantElement(ev.message_id)).appendChild(chip);
       statusLine.textContent = "Using " + ev.name + "…";
       scrollDown();
     },
     "tool.result": function (ev) {
-      const chip = thread.querySelector('.chip[data-call-id="' + (ev.call_id || "") + '"]');
+      // Providers may reuse call ids across turns: the newest chip with the id is this one.
+      const matches = thread.querySelectorAll('.chip[data-call-id="' + (ev.call_id || "") + '"]');
+      const chip = matches[matches.length - 1];
       if (!chip) return;
       chip.classList.remove("chip-running");
       if (!ev.ok) chip.classList.add("chip-failed");
@@ -223,19 +276,15 @@
       if (ev.kind === "compressed" && !ev.new_session) statusLine.textContent = ev.text;
       toast(ev.text, ev.kind);
     },
-    "assistant.done": function () {
+    "assistant.done": function (ev) {
       // The turn is over: show the server's rendering of everything it produced.
+      lastDoneId = ev.message_id;
       refreshThread().then(function () { setBusy(false); });
     },
     "error": function (ev) {
-      if (ev.code === "turn_in_progress") {
-        toast(ev.message, "warn");
-        return;
-      }
-      thread.querySelectorAll(".msg-pending").forEach(function (p) { p.classList.remove("msg-pending"); });
-      errorNote(ev.message);
-      setBusy(false);
-      if (ev.seq) refreshThread();
+      // Events of a turn are numbered; a refusal of the request itself is not.
+      if (typeof ev.seq === "number") turnFailed(ev);
+      else refused(ev);
     },
   };
 
@@ -253,6 +302,7 @@
         send({ type: "chat.subscribe", session: sessionId });
       }
       lastSeq = Math.max(lastSeq, ev.seq);
+      sentText = null;  // a turn is running: the message was saved
     }
     const handler = handlers[ev.type];
     if (handler) handler(ev);
@@ -294,14 +344,13 @@
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     const text = input.value;
-    if (!text.trim() || busy) return;
-    if (text.length > maxChars) {
-      errorNote("That message is " + text.length.toLocaleString() + " characters; the limit is " + maxChars.toLocaleString() + ".");
-      return;
-    }
+    if (!text.trim() || busy || overLimit()) return;
     turnAfter = lastMessageId();
+    lastDoneId = 0;
     addUserBubble(text);
+    sentText = text;
     input.value = "";
+    updateLimit();
     lastSeq = 0;
     setBusy(true);
     statusLine.textContent = "Sending…";
@@ -310,6 +359,39 @@
     if (!sessionId && temporary && temporary.checked) message.temporary = true;
     send(message);
   });
+
+  // Python counts code points, JavaScript UTF-16 units: they differ only for astral
+  // characters, so the exact (slower) count is needed only near the limit.
+  function charCount() {
+    const text = input.value;
+    return text.length <= maxChars ? text.length : Array.from(text).length;
+  }
+
+  function overLimit() {
+    return charCount() > maxChars;
+  }
+
+  // Nothing is cut: past the limit the composer keeps the text, says by how much it is over
+  // and Send waits; close to it, a counter.
+  function updateLimit() {
+    const count = charCount();
+    const over = count > maxChars;
+    limitNote.hidden = count < maxChars * 0.9;
+    limitNote.classList.toggle("over", over);
+    limitNote.textContent = over
+      ? "This message is " + count.toLocaleString("en") + " characters; the limit is " +
+        maxChars.toLocaleString("en") + ". Shorten it by " + (count - maxChars).toLocaleString("en") +
+        " to send it."
+      : count.toLocaleString("en") + " / " + maxChars.toLocaleString("en") + " characters";
+    input.setAttribute("aria-invalid", over ? "true" : "false");
+    updateSend();
+  }
+
+  function updateSend() {
+    sendBtn.disabled = busy || input.disabled || overLimit();
+  }
+
+  input.addEventListener("input", updateLimit);
 
   input.addEventListener("keydown", function (e) {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -335,11 +417,14 @@
       if (parseInt(a.dataset.messageId || "0", 10) > turnAfter) a.remove();
     });
     lastSeq = 0;
+    lastDoneId = 0;
+    sentText = "";
     setBusy(true);
     send({ type: "chat.regenerate", session: sessionId });
   });
 
   setBusy(busy);
+  updateLimit();
   thread.scrollTop = thread.scrollHeight;
   connect();
   if (!input.disabled) input.focus();

@@ -32,6 +32,7 @@ def test_temporary_chat_has_no_memory_in_prompt_or_tools(owner, scripted, socket
         return events
 
     events = asyncio.run(scenario())
+    assert (events[0]["type"], events[0]["temporary"]) == ("session.started", True)
     session = Session.objects.get(pk=events[0]["session"])
     assert session.temporary
     request = scripted.requests[0]

@@ -32,6 +32,7 @@ def test_a_new_chat_streams_the_answer_and_saves_both_messages(owner, scripted, 
     events = run(scenario())
     kinds = [e["type"] for e in events]
     assert kinds[0] == "session.started"
+    assert events[0]["temporary"] is False
     assert kinds[-1] == "assistant.done"
     deltas = [e["text"] for e in events if e["type"] == "assistant.delta"]
     assert len(deltas) > 3
@@ -86,6 +87,9 @@ def test_tool_calls_run_as_the_owner_and_are_shown_and_saved(owner, outsider, sc
     call = next(e for e in events if e["type"] == "tool.call")
     result = next(e for e in events if e["type"] == "tool.result")
     assert call["name"] == "memory" and "Ansible" in call["arguments"]
+    session = Session.objects.get(pk=events[0]["session"])
+    # The chip's answer: the assistant message that asked for the call.
+    assert session.messages.get(pk=call["message_id"]).tool_calls[0]["id"] == call["call_id"]
     assert result["ok"] is True
     assert any(e["type"] == "notice" and e["kind"] == "memory_saved" for e in events)
 

@@ -17,9 +17,12 @@ from django.db import connection
 
 from devtools.scripted_llm import ScriptedLLM
 from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.factories import PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "var" / "screenshots"
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -40,17 +43,27 @@ def llm_for_server(llm_server: ScriptedLLM) -> ScriptedLLM:
 
 
 @pytest.fixture
-def live_server_url(transactional_db, llm_for_server, tmp_path) -> Iterator[str]:
+def live_server_env() -> dict[str, str]:
+    """Extra environment for the server under test (a module overrides it, e.g. to point
+    OPENAI_BASE_URL at a closed port)."""
+    return {}
+
+
+@pytest.fixture
+def live_server_url(transactional_db, llm_for_server, live_server_env, tmp_path) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     port = free_port()
     log = (tmp_path / "daphne.log").open("wb")
     env = subprocess_env(
-        OPENAI_BASE_URL=llm_for_server.base_url,
-        OPENAI_API_KEY="sk-e2e",
-        HERMES_MODEL="scripted",
-        HERMES_REVIEW_ENABLED="false",
-        HERMES_STREAM_SAVE_INTERVAL="0.1",
+        **{
+            "OPENAI_BASE_URL": llm_for_server.base_url,
+            "OPENAI_API_KEY": "sk-e2e",
+            "HERMES_MODEL": "scripted",
+            "HERMES_REVIEW_ENABLED": "false",
+            "HERMES_STREAM_SAVE_INTERVAL": "0.1",
+            **live_server_env,
+        }
     )
     proc = subprocess.Popen(
         [
@@ -117,3 +130,17 @@ def off_loop(fn: Callable[[], Any]) -> Any:
     worker.start()
     worker.join()
     return result[0]
+
+
+def logged_in_page(browser, live_server_url, user, viewport=DESKTOP):
+    """A page logged in as ``user`` and the list its script errors are collected in."""
+    page = browser.new_page(viewport=viewport)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+    page.goto(f"{live_server_url}/accounts/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server_url}/")
+    return page, errors

@@ -10,23 +10,9 @@ from memory import services as memory_services
 from memory.models import MemoryEntry
 from privacy.models import ExportJob
 from tests.conftest import wait_for
-from tests.e2e.conftest import off_loop
-from tests.factories import PASSWORD
+from tests.e2e.conftest import logged_in_page, off_loop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-def logged_in_page(browser, live_server_url, user):
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.goto(f"{live_server_url}/accounts/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server_url}/")
-    return page, errors
 
 
 def test_delete_asks_first_and_a_dismissed_question_keeps_the_entry(

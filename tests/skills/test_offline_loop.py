@@ -121,4 +121,4 @@ def test_model_errors_reach_the_caller(owner, scripted):
             ctx=ToolContext(user=owner, origin="review"),
             allowed_tools={"skills_list"},
         )
-    assert info.value.code == "llm_unavailable"
+    assert info.value.code == "llm_server_error"

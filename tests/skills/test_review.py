@@ -125,7 +125,7 @@ def test_a_model_failure_marks_the_run_failed_and_changes_nothing(owner, scripte
     scripted.set_fault(Fault.server_error(500))
     assert review_run_execute(run_id=run.pk) == "failed"
     run.refresh_from_db()
-    assert run.status == "failed" and "llm_unavailable" in run.error
+    assert run.status == "failed" and "llm_server_error" in run.error
     assert not Skill.objects.exists()
 
 

@@ -49,7 +49,14 @@ _SECRET_RE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{4,}")
 class ErrorCode(StrEnum):
     """Why a model call failed; the value is the ``code`` of the websocket ``error`` event."""
 
+    #: Any other failure to get an answer (DNS, TLS, a malformed response, an empty reply).
     LLM_UNAVAILABLE = "llm_unavailable"
+    #: Nothing accepts connections at the configured address (the server is not running).
+    LLM_REFUSED = "llm_refused"
+    #: Connecting, or waiting for the next bytes, took longer than the configured timeout.
+    LLM_TIMEOUT = "llm_timeout"
+    #: The server answered with HTTP 5xx (the status is on the error).
+    LLM_SERVER_ERROR = "llm_server_error"
     RATE_LIMITED = "rate_limited"
     BAD_REQUEST = "bad_request"
     CONTEXT_TOO_LONG = "context_too_long"
@@ -192,25 +199,63 @@ def _server_label(api: AsyncOpenAI) -> str:
         return "the model server"
 
 
-def _dropped(mid_stream: bool, server: str) -> LLMError:
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions behind it (``raise ... from``), outermost first: the SDK's
+    wrapper hides what the transport actually met (refused, reset, unknown host)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _refused(exc: BaseException) -> bool:
+    return any(isinstance(e, ConnectionRefusedError) for e in _causes(exc))
+
+
+def _connect_timeout(exc: BaseException) -> bool:
+    # httpx and httpx2 both name it ConnectTimeout; the SDK's APITimeoutError hides which.
+    return any(type(e).__name__ == "ConnectTimeout" for e in _causes(exc))
+
+
+def _connection_failed(exc: BaseException, *, mid_stream: bool, server: str) -> LLMError:
     if mid_stream:
         return LLMError(ErrorCode.INTERRUPTED, "The connection to the model dropped mid-answer.")
+    if _refused(exc):
+        return LLMError(
+            ErrorCode.LLM_REFUSED,
+            f"The model server at {server} refused the connection: is it running?",
+        )
+    root = _causes(exc)[-1]
+    reason = _redact(" ".join(str(root).split()))[:_MAX_DETAIL] or type(root).__name__
     return LLMError(
         ErrorCode.LLM_UNAVAILABLE,
-        f"Could not reach the model server at {server} (connection failed or dropped).",
+        f"The connection to the model server at {server} failed: {reason}",
+    )
+
+
+def _timed_out(exc: BaseException, *, mid_stream: bool, server: str) -> LLMError:
+    if _connect_timeout(exc):
+        connect = float(settings.HERMES_LLM_CONNECT_TIMEOUT)
+        return LLMError(
+            ErrorCode.LLM_TIMEOUT,
+            f"The model server at {server} did not accept the connection within {connect:g} s.",
+        )
+    read = float(settings.HERMES_LLM_READ_TIMEOUT)
+    during = "mid-answer" if mid_stream else "to the request"
+    return LLMError(
+        ErrorCode.LLM_TIMEOUT,
+        f"The model server at {server} timed out: no reply {during} within {read:g} s.",
     )
 
 
 def _classify(exc: BaseException, *, api: AsyncOpenAI, mid_stream: bool) -> LLMError:
     server = _server_label(api)
     if isinstance(exc, (openai.APITimeoutError, *_RAW_TIMEOUTS)):
-        read = float(settings.HERMES_LLM_READ_TIMEOUT)
-        return LLMError(
-            ErrorCode.LLM_UNAVAILABLE,
-            f"The model server at {server} did not respond in time (timeout {read:g} s).",
-        )
+        return _timed_out(exc, mid_stream=mid_stream, server=server)
     if isinstance(exc, openai.APIConnectionError):
-        return _dropped(mid_stream, server)
+        return _connection_failed(exc, mid_stream=mid_stream, server=server)
     if isinstance(exc, openai.APIStatusError):
         return _classify_status(exc, server)
     if isinstance(exc, openai.APIError):
@@ -220,11 +265,7 @@ def _classify(exc: BaseException, *, api: AsyncOpenAI, mid_stream: bool) -> LLME
             return LLMError(ErrorCode.INTERRUPTED, f"The model stopped mid-answer: {detail}")
         return LLMError(ErrorCode.LLM_UNAVAILABLE, f"The model server at {server} failed: {detail}")
     if isinstance(exc, RAW_HTTP_ERRORS):
-        if mid_stream:
-            return _dropped(mid_stream, server)
-        return LLMError(
-            ErrorCode.LLM_UNAVAILABLE, f"Could not talk to the model server at {server}."
-        )
+        return _connection_failed(exc, mid_stream=mid_stream, server=server)
     # Remaining OpenAIErrors are client-side set-up problems (e.g. a malformed base URL).
     return LLMError(ErrorCode.LLM_UNAVAILABLE, f"The model client failed: {type(exc).__name__}.")
 
@@ -255,10 +296,16 @@ def _classify_status(exc: openai.APIStatusError, server: str) -> LLMError:
         return LLMError(
             ErrorCode.BAD_REQUEST, f"The model server rejected the request: {detail}", status=status
         )
-    if status >= 500 or status in (408, 409):
+    if status >= 500:
+        return LLMError(
+            ErrorCode.LLM_SERVER_ERROR,
+            f"The model server at {server} failed with a server error (HTTP {status}): {detail}",
+            status=status,
+        )
+    if status in (408, 409):  # retried by the SDK like 5xx, but not the server failing
         return LLMError(
             ErrorCode.LLM_UNAVAILABLE,
-            f"The model server at {server} is failing (HTTP {status}): {detail}",
+            f"The model server at {server} gave up on the request (HTTP {status}): {detail}",
             status=status,
         )
     return LLMError(
