@@ -109,3 +109,16 @@ def test_sessions_page_summarise_shows_the_demo_recap(
     html = browser.get("/sessions/", {"q": "tea"}).content.decode()
     assert f"Recap from the scripted model. The user said: “{REMEMBER}”" in html
     assert "Summarise again" in html
+
+
+@pytest.mark.django_db
+def test_no_model_banner_says_how_to_try_the_scripted_model(owner, settings):
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    settings.HERMES_MODEL = ""
+    browser = Client()
+    browser.force_login(owner)
+    html = browser.get("/chat/").content.decode()
+    banner = html[html.index('id="no-model"') : html.index("</div>", html.index('id="no-model"'))]
+    assert "start it with <code>make demo</code>" in banner
+    assert "<code>OPENAI_BASE_URL</code>" in banner and "<code>HERMES_MODEL</code>" in banner
