@@ -282,5 +282,9 @@ LOGGING = {
         # Daphne's INFO lines repeat the address `serve` prints or are about optional extras
         # (HTTP/2); its warnings and errors stay.
         "daphne": {"level": "WARNING"},
+        # The openai client's HTTP library logs every model call at INFO; failures reach our
+        # own log through the model client's error mapping.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }

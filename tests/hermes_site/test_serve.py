@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from websockets.sync.client import connect
 
 from tests.conftest import ROOT, free_port, wait_for
 from tests.factories import PASSWORD
@@ -131,10 +132,17 @@ def test_serve_runs_everything_and_ctrl_c_stops_it_all(tmp_path):
             assert "scripted" in r.read().decode()
         with pytest.raises(urllib.error.HTTPError):
             opener.open(f"{base}/no-such-page/", timeout=10)
+        cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
+        with connect(
+            f"ws://127.0.0.1:{port}/ws/chat/",
+            additional_headers={"Cookie": cookies, "Origin": base},
+            open_timeout=10,
+        ):
+            pass
 
         family = descendants(proc.pid)
         assert len(family) >= 4  # valkey, the scripted model, daphne, celery (+ its pool)
-        wait_for(lambda: "/no-such-page/" in log_text(), timeout=10, what="the access log")
+        wait_for(lambda: "websocket closed" in log_text(), timeout=10, what="the access log")
         started_size = len(log_text())
     finally:
         # What Ctrl-C in a terminal does: SIGINT to the whole foreground process group.
@@ -153,7 +161,8 @@ def test_serve_runs_everything_and_ctrl_c_stops_it_all(tmp_path):
     # One line per request: ours (core.logs), not also daphne's or django.request's.
     assert len(lines_about(output, "/accounts/login/")) == 2, output  # GET and POST
     assert len(lines_about(output, "/no-such-page/")) == 1, output
-    assert len(lines_about(output, "/chat/")) == 1, output
+    assert len(lines_about(output, "GET /chat/ ")) == 1, output
+    assert len(lines_about(output, "/ws/chat/")) == 2, output  # open, closed
     # A clean start and stop: no tracebacks, errors or warnings (but Celery's about running
     # as root, which is true where the suite runs as root and is the person's to act on).
     start, stop = output[:started_size], output[started_size:]

@@ -94,10 +94,11 @@ class Command(BaseCommand):
 
     def _children(self, options: dict[str, Any]) -> list[Child]:
         python = sys.executable
-        # --verbosity 0: no access log of daphne's own; core.logs writes one line a request.
+        # --verbosity 0: no access log of daphne's own. core.logs writes one line a request
+        # and, in the application `make serve` runs too, one a websocket.
         web = [python, "-m", "daphne", "-b", options["host"], "-p", str(options["port"])]
         web += ["--verbosity", "0", "--websocket_timeout", "86400"]
-        web += ["--application-close-timeout", "10", "hermes_site.asgi:application"]
+        web += ["--application-close-timeout", "10", "hermes_site.asgi_proxy:application"]
         children = [Child("web", web)]
         if not options["no_worker"]:
             # --quiet: no start-up banner; the worker still logs "ready" and what it runs.
