@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-requirements-dev
 # Workers of `make test-fast` (pytest-xdist); each gets its own test database and Redis prefix.
 FAST_WORKERS ?= auto
 
-.PHONY: install install-dev run serve test test-fast lint format worker beat bench migrate clean vendor
+.PHONY: install install-dev run demo serve test test-fast lint format worker beat bench migrate clean vendor
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,10 +29,12 @@ migrate: install
 	$(PY) manage.py migrate --noinput
 
 ## make run: the whole site on this machine (SQLite + embedded Valkey + Celery worker)
-run: migrate
+## make demo: the same, chatting with the scripted model of `manage.py fake_llm` (no API key)
+demo: SERVE_ARGS += --fake-llm
+run demo: migrate
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py ensure_admin
-	$(PY) manage.py serve
+	$(PY) manage.py serve $(SERVE_ARGS)
 
 ## make test: the whole test suite (uses DATABASE_URL / REDIS_URL when set)
 test: install-dev

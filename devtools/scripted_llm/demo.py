@@ -22,11 +22,30 @@ from devtools.scripted_llm.server import ScriptedLLM
 _REMEMBER_RE = re.compile(
     r"\bremember\b[\s:,-]*(?:that\s+)?(?P<rest>.*)", re.IGNORECASE | re.DOTALL
 )
+# A user's turn in the transcripts the site asks to have summarised (search recaps and
+# compression both write `[USER]: …` blocks).
+_TRANSCRIPT_USER_RE = re.compile(r"^\[USER\]: *(?P<said>.+)$", re.MULTILINE)
+
+
+def _offers_tool(body: JSONDict, name: str) -> bool:
+    return any((tool.get("function") or {}).get("name") == name for tool in body.get("tools") or [])
 
 
 def _wants_memory(body: JSONDict) -> bool:
+    # Only a chat turn offers the memory tool; a summary request quoting "remember" from its
+    # transcript must get text, or the site reports an empty summary.
     last = _last_message(body)
-    return last.get("role") == "user" and _REMEMBER_RE.search(_last_message_text(body)) is not None
+    return (
+        _offers_tool(body, "memory")
+        and last.get("role") == "user"
+        and _REMEMBER_RE.search(_last_message_text(body)) is not None
+    )
+
+
+def _wants_summary(body: JSONDict) -> bool:
+    # Search recaps and compression offer no tools and carry the transcript to summarise.
+    transcript = _TRANSCRIPT_USER_RE.search(_last_message_text(body))
+    return not body.get("tools") and transcript is not None
 
 
 def _memory_call(body: JSONDict) -> list[JSONDict]:
@@ -54,10 +73,19 @@ def _demo_reply(body: JSONDict) -> str:
     )
 
 
+def _summary_reply(body: JSONDict) -> str:
+    text = _last_message_text(body)
+    said = [m.group("said") for m in _TRANSCRIPT_USER_RE.finditer(text)][:3]
+    # Plain text: the Sessions page shows summaries as text, not Markdown.
+    quoted = " ".join(f"“{' '.join(s.split())[:80]}”" for s in said)
+    return f"Recap from the scripted model. The user said: {quoted} A real model summarises here."
+
+
 def build_demo(port: int = 0, *, chunk_delay: float = 0.02, host: str = "127.0.0.1") -> ScriptedLLM:
     """A ScriptedLLM with the friendly demo script (not started)."""
     llm = ScriptedLLM(port, default_reply=_demo_reply, chunk_delay=chunk_delay, host=host)
     llm.add_rule(_after_tool, reply="Done — I've saved that to memory.")
+    llm.add_rule(_wants_summary, reply=_summary_reply)
     llm.add_rule(_wants_memory, tool_calls=_memory_call)
     return llm
 

@@ -27,7 +27,9 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 _env = environ.Env()
 # Read before any declaration: a `.env` fills in what the real environment leaves unset.
-environ.Env.read_env(PROJECT_DIR / ".env", overwrite=False)
+# It is optional: read_env would log "not found" on every start without one.
+if (PROJECT_DIR / ".env").is_file():
+    environ.Env.read_env(PROJECT_DIR / ".env", overwrite=False)
 
 
 @dataclass(frozen=True)

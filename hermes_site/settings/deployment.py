@@ -174,6 +174,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = declare_int(
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A late-acknowledged task still running when the broker connection drops can no longer be
+# acknowledged and is delivered again: cancel it rather than run it twice at once (tasks are
+# idempotent). Celery 6's default; stating it also ends the worker's deprecation warning.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -270,5 +274,17 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["stdout"], "level": _log_level},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # core.logs writes one access line per request; django.request would add a second
+        # ("Not Found: /x") for every 4xx. Its 5xx errors (with the traceback) stay.
+        "django.request": {"level": "ERROR"},
+        # Daphne's INFO lines repeat the address `serve` prints or are about optional extras
+        # (HTTP/2); its warnings and errors stay.
+        "daphne": {"level": "WARNING"},
+        # The openai client's HTTP library logs every model call at INFO; failures reach our
+        # own log through the model client's error mapping.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+    },
 }

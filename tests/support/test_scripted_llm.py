@@ -18,7 +18,6 @@ import pytest
 from devtools.scripted_llm import (
     Fault,
     ScriptedLLM,
-    build_demo,
     count_prompt_tokens,
     tokenize,
 )
@@ -427,29 +426,3 @@ def test_concurrent_requests(llm: ScriptedLLM) -> None:
         t.join(10)
     assert not errors
     assert len(llm.requests) == 8
-
-
-def test_demo_script_calls_memory_then_confirms() -> None:
-    with build_demo(chunk_delay=0) as llm:
-        with openai.OpenAI(base_url=llm.base_url, api_key="x", max_retries=0) as client:
-            hello = client.chat.completions.create(
-                model="scripted", messages=[{"role": "user", "content": "Hi!"}]
-            )
-            assert "```python" in hello.choices[0].message.content
-
-            messages: list = [{"role": "user", "content": "Please remember that I prefer tea."}]
-            first = client.chat.completions.create(model="scripted", messages=messages)
-            call = first.choices[0].message.tool_calls[0]
-            assert call.function.name == "memory"
-            assert json.loads(call.function.arguments) == {
-                "action": "add",
-                "target": "user",
-                "content": "I prefer tea",
-            }
-            messages += [
-                first.choices[0].message.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": '{"ok": true}'},
-            ]
-            done = client.chat.completions.create(model="scripted", messages=messages)
-            assert done.choices[0].finish_reason == "stop"
-            assert "memory" in done.choices[0].message.content
