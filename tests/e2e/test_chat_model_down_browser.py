@@ -25,7 +25,7 @@ def wait_failed(page, answers: int) -> None:
 def assert_once_each(page, sent: list[str]) -> None:
     users = page.locator(".msg-user")
     assert users.count() == len(sent)
-    assert [u.inner_text().removeprefix("You").strip() for u in users.all()] == sent
+    assert [u.locator(".msg-body").inner_text().strip() for u in users.all()] == sent
     errors = page.locator(".msg-error")
     assert errors.count() == len(sent)
     for note in errors.all():

@@ -9,7 +9,13 @@ import pytest
 
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search.summarise import query_hash
-from tests.e2e.conftest import browser, live_server_url, llm_for_server, off_loop  # noqa: F401
+from tests.e2e.conftest import (  # noqa: F401
+    browser,
+    live_server_env,
+    live_server_url,
+    llm_for_server,
+    off_loop,
+)
 from tests.factories import PASSWORD
 
 from .conftest import make_chat

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from devtools.scripted_llm import ScriptedLLM, build_demo
-from tests.e2e.conftest import SCREENSHOTS, browser, live_server_url, off_loop  # noqa: F401
+from tests.e2e.conftest import (  # noqa: F401
+    SCREENSHOTS,
+    browser,
+    live_server_env,
+    live_server_url,
+    off_loop,
+)
 from tests.factories import PASSWORD
 from tests.search.conftest import make_chat
 
