@@ -50,7 +50,9 @@ def theme_set(request: HttpRequest) -> HttpResponse:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
     if request.headers.get("X-Requested-With") == "fetch":
         return HttpResponse(status=204)
-    back = request.POST.get("next", "")
+    # Back to the page it was chosen on (the Referer: a "next" field in the form would make
+    # every page differ by its own address, which a 404 must not).
+    back = request.headers.get("Referer", "")
     if not url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):

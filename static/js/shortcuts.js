@@ -26,6 +26,8 @@
       e.preventDefault();
       window.location.assign(root.dataset.chatUrl);
     } else if (e.key === "Escape" && !mod && !e.shiftKey && !stopBtn.hidden) {
+      // Not the Esc that clears the filter box or closes an open menu.
+      if (typing(e.target) && e.target !== input) return;
       if (document.querySelector('[data-disclosure][aria-expanded="true"]')) return;
       stopBtn.click();
     } else if (!mod && !e.altKey && !typing(e.target)) {
