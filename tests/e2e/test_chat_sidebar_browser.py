@@ -83,6 +83,7 @@ def test_the_theme_follows_the_system_until_chosen_and_is_remembered(
 
     page.emulate_media(color_scheme="light")
     choose_theme(page, "dark")
+    shot(page, "theme-dark-chat")
     page.goto(f"{live_server_url}/memory/")
     assert background(page) == DARK_BG
     shot(page, "theme-dark-memory")
