@@ -4,6 +4,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 
+from .models import Profile
+
 # (label, url name). Sections appear in the navigation once their app provides the URL.
 NAVIGATION = (
     ("Dashboard", "dashboard"),
@@ -48,9 +50,18 @@ def _navigation(request: HttpRequest) -> list[dict[str, object]]:
     return items
 
 
+def _theme(request: HttpRequest) -> str:
+    theme = Profile.objects.filter(user=request.user).values_list("theme", flat=True).first()
+    return theme or Profile.Theme.SYSTEM
+
+
 def hermes(request: HttpRequest) -> dict[str, object]:
+    authenticated = request.user.is_authenticated
     return {
+        # base.html puts it on <html data-theme>; "system" follows prefers-color-scheme.
+        "theme": _theme(request) if authenticated else Profile.Theme.SYSTEM,
+        "theme_choices": Profile.Theme.choices,
         "llm_configured": bool(settings.HERMES_MODEL),
         "allow_signup": settings.HERMES_ALLOW_SIGNUP,
-        "navigation": _navigation(request) if request.user.is_authenticated else [],
+        "navigation": _navigation(request) if authenticated else [],
     }

@@ -27,6 +27,14 @@ class Profile(models.Model):
     memory_char_limit = models.PositiveIntegerField(null=True, blank=True)
     user_char_limit = models.PositiveIntegerField(null=True, blank=True)
 
+    class Theme(models.TextChoices):
+        SYSTEM = "system", "System"
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    # Rendered on <html data-theme> by base.html, so a page never flashes the other theme.
+    theme = models.CharField(max_length=6, choices=Theme.choices, default=Theme.SYSTEM)
+
     def __str__(self) -> str:
         return f"Profile of {self.user}"
 

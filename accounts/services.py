@@ -31,6 +31,15 @@ def profile_get(*, user: AbstractBaseUser) -> Profile:
     return profile
 
 
+def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:
+    if theme not in Profile.Theme.values:
+        raise ServiceError("invalid", "Choose System, Light or Dark.")
+    profile = profile_get(user=user)
+    profile.theme = theme
+    profile.save(update_fields=["theme"])
+    return profile
+
+
 def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     """Create a token and return it with its key; the key is never retrievable again."""
     name = name.strip()

@@ -16,6 +16,7 @@ urlpatterns = [
     ),
     path("signup/", views.signup, name="signup"),
     path("", views.account, name="account"),
+    path("theme/", views.theme_set, name="theme_set"),
     path("tokens/", views.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),
     # The team page (team admins only) and the link invited people set a password with.

@@ -6,8 +6,10 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from core.exceptions import ServiceError
 from core.middleware import errors_back_to
 from privacy.views import account_privacy_context
 
@@ -35,6 +37,27 @@ def account(request: HttpRequest) -> HttpResponse:
             **account_privacy_context(request.user),
         },
     )
+
+
+@login_required
+@require_POST
+def theme_set(request: HttpRequest) -> HttpResponse:
+    """The System / Light / Dark switch in the top bar. theme.js posts it and repaints the
+    page itself (204); without a script the form posts and comes back to the page."""
+    try:
+        services.profile_set_theme(user=request.user, theme=request.POST.get("theme", ""))
+    except ServiceError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    if request.headers.get("X-Requested-With") == "fetch":
+        return HttpResponse(status=204)
+    # Back to the page it was chosen on (the Referer: a "next" field in the form would make
+    # every page differ by its own address, which a 404 must not).
+    back = request.headers.get("Referer", "")
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = "/"
+    return redirect(back)
 
 
 @login_required

@@ -7,6 +7,7 @@ from . import inspector, views
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("chat/", views.chat, name="chat"),
+    path("chat/list/", views.chat_list, name="chat_list"),
     path("chat/<str:session_id>/", views.chat, name="chat_session"),
     path("chat/<str:session_id>/messages/", views.chat_messages, name="chat_messages"),
     path("chat/<str:session_id>/rename/", views.chat_rename, name="chat_rename"),

@@ -6,8 +6,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.exceptions import ServiceError
@@ -57,17 +58,30 @@ def end_note(message: Message) -> str:
     return ""
 
 
-def _sidebar(user: Any) -> list[Session]:
-    """Each conversation once, at its newest part, under its original title."""
-    sessions = list(
+SIDEBAR_PAGE = 50
+
+
+def sidebar_page(
+    user: Any, *, offset: int = 0, query: str = ""
+) -> tuple[list[Session], int | None]:
+    """One page of the chat sidebar (pinned first, then the latest), each conversation once,
+    at its newest part, under its original title; and the offset of the next page, if any.
+    ``query`` keeps the titles containing it (the sidebar's filter)."""
+    rows = (
         Session.objects.filter(owner=user, archived=False)
         .exclude(end_reason=Session.EndReason.COMPRESSION)
         .only("id", "title", "pinned", "last_activity_at", "parent_id")
-        .order_by("-pinned", "-last_activity_at")[:200]
+        .order_by("-pinned", "-last_activity_at", "-id")
     )
+    if query:
+        rows = rows.filter(title__icontains=query)
+    # One more than a page tells whether another page exists without a COUNT.
+    sessions = list(rows[offset : offset + SIDEBAR_PAGE + 1])
+    more = len(sessions) > SIDEBAR_PAGE
+    sessions = sessions[:SIDEBAR_PAGE]
     for s in sessions:
         s.display_title = display_title(s)
-    return sessions
+    return sessions, offset + SIDEBAR_PAGE if more else None
 
 
 def display_title(session: Session) -> str:
@@ -130,12 +144,14 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
             return redirect("chat_session", session_id=tip.pk)
         chain = compression_chain(session)
     streaming = bool(session) and session.messages.filter(status=Message.Status.STREAMING).exists()
+    sessions, next_offset = sidebar_page(request.user)
     return render(
         request,
         "chat/chat.html",
         {
             "session": session,
-            "sessions": _sidebar(request.user),
+            "sessions": sessions,
+            "sessions_next": next_offset,
             "thread": _thread(chain) if session else [],
             "display_title": display_title(session) if session else "",
             "streaming": streaming,
@@ -143,6 +159,28 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
             "temporary_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
         },
     )
+
+
+@login_required
+@require_GET
+def chat_list(request: HttpRequest) -> JsonResponse:
+    """A page of the sidebar as JSON, for scrolling down (?offset=) and the filter (?q=)."""
+    try:
+        offset = max(0, int(request.GET.get("offset", "0")))
+    except ValueError:
+        offset = 0
+    query = request.GET.get("q", "").strip()[:100]
+    sessions, next_offset = sidebar_page(request.user, offset=offset, query=query)
+    items = [
+        {
+            "id": s.id,
+            "title": s.display_title,
+            "pinned": s.pinned,
+            "url": reverse("chat_session", args=[s.id]),
+        }
+        for s in sessions
+    ]
+    return JsonResponse({"items": items, "next_offset": next_offset})
 
 
 @login_required

@@ -397,8 +397,6 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       form.requestSubmit();
-    } else if (e.key === "Escape" && busy) {
-      stopBtn.click();
     }
   });
 
