@@ -132,9 +132,17 @@ def off_loop(fn: Callable[[], Any]) -> Any:
     return result[0]
 
 
-def logged_in_page(browser, live_server_url, user, viewport=DESKTOP):
-    """A page logged in as ``user`` and the list its script errors are collected in."""
-    page = browser.new_page(viewport=viewport)
+@pytest.fixture
+def server_url(transactional_db, monkeypatch, request):
+    """A live server that runs Celery tasks inline (no REDIS_URL), so no worker is needed."""
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    return request.getfixturevalue("live_server_url")
+
+
+def logged_in_page(browser, live_server_url, user, viewport=DESKTOP, *, permissions=()):
+    """A page logged in as ``user`` (in a context of its own, granted `permissions`) and
+    the list its script errors are collected in."""
+    page = browser.new_page(viewport=viewport, permissions=list(permissions))
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))

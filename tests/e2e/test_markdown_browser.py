@@ -16,8 +16,7 @@ import pytest
 from core.markdown import render_markdown
 from devtools.scripted_llm import Fault
 from tests.conftest import wait_for
-from tests.e2e.conftest import SCREENSHOTS
-from tests.factories import PASSWORD
+from tests.e2e.conftest import SCREENSHOTS, logged_in_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -74,21 +73,15 @@ def pause_after(prefix: str) -> Fault:
 
 def open_chat(browser: Any, live_server_url: str, user: Any, size: str) -> tuple[Any, Any, list]:
     width, height = VIEWPORTS[size]
-    context = browser.new_context(
-        viewport={"width": width, "height": height},
+    page, errors = logged_in_page(
+        browser,
+        live_server_url,
+        user,
+        {"width": width, "height": height},
         permissions=["clipboard-read", "clipboard-write"],
     )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.goto(f"{live_server_url}/accounts/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server_url}/")
     page.goto(f"{live_server_url}/chat/")
-    return context, page, errors
+    return page.context, page, errors
 
 
 def send(page: Any, text: str) -> None:

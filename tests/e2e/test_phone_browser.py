@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Membership
-from tests.e2e.conftest import SCREENSHOTS, off_loop
-from tests.factories import PASSWORD, UserFactory, conversation_with
+from tests.e2e.conftest import SCREENSHOTS, logged_in_page, off_loop
+from tests.factories import UserFactory, conversation_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -34,19 +34,6 @@ def ada(transactional_db):
     user = UserFactory(username="ada")
     Membership.objects.create(user=user, role="admin")
     return user
-
-
-def logged_in(browser, live_server_url, user, viewport):
-    page = browser.new_page(viewport=viewport)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.goto(f"{live_server_url}/accounts/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server_url}/")
-    return page, errors
 
 
 def inside_viewport(page, selector: str) -> bool:
@@ -75,7 +62,7 @@ def nav_links_visible(page) -> int:
 def test_phone_navigation_is_one_menu_button_that_opens_and_closes(
     ada, live_server_url, browser, viewport
 ):
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     topbar = page.locator(".topbar").bounding_box()
     assert topbar is not None and topbar["height"] < 60  # one row, not four
     assert page.is_visible("#nav-toggle")
@@ -106,7 +93,7 @@ def test_phone_navigation_is_one_menu_button_that_opens_and_closes(
 @pytest.mark.parametrize("viewport", PHONES, ids=["390x844", "360x640"])
 def test_no_page_scrolls_sideways_on_a_phone(ada, live_server_url, browser, viewport):
     off_loop(lambda: conversation_with(ada, "A rather long question " * 30, title="Long one"))
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     page.click("#nav-toggle")
     urls = [page.get_attribute(f".mainnav >> text={label}", "href") for label in PAGES]
     for label, url in zip(PAGES, urls, strict=True):
@@ -120,7 +107,7 @@ def test_no_page_scrolls_sideways_on_a_phone(ada, live_server_url, browser, view
 @pytest.mark.parametrize("viewport", PHONES, ids=["390x844", "360x640"])
 def test_phone_chat_keeps_composer_and_send_on_screen(ada, live_server_url, browser, viewport):
     chat = off_loop(lambda: conversation_with(ada, *[f"Question {i}? " * 20 for i in range(12)]))
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     for url in ("/chat/", f"/chat/{chat.id}/"):
         page.goto(f"{live_server_url}{url}")
         assert inside_viewport(page, "#send")
@@ -136,7 +123,7 @@ def test_phone_drawer_closes_by_button_escape_and_tap_outside(
     ada, live_server_url, browser, viewport
 ):
     off_loop(lambda: conversation_with(ada, "Hello", title="First chat"))
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     page.goto(f"{live_server_url}/chat/")
     assert not page.is_visible("#chat-sidebar")
 
@@ -159,7 +146,7 @@ def test_phone_drawer_closes_by_button_escape_and_tap_outside(
 
 def test_desktop_keeps_the_full_navigation_and_sidebar(ada, live_server_url, browser):
     chat = off_loop(lambda: conversation_with(ada, *[f"Question {i}? " * 20 for i in range(12)]))
-    page, errors = logged_in(browser, live_server_url, ada, DESKTOP)
+    page, errors = logged_in_page(browser, live_server_url, ada, DESKTOP)
     assert not page.is_visible("#nav-toggle")
     assert nav_links_visible(page) == len(PAGES)
     topbar = page.locator(".topbar").bounding_box()
@@ -178,7 +165,7 @@ def test_a_blank_rename_says_so_in_the_options_panel_and_keeps_the_composer(
     ada, live_server_url, browser, viewport
 ):
     chat = off_loop(lambda: conversation_with(ada, "Hello", title="Kept title"))
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     page.goto(f"{live_server_url}/chat/{chat.id}/")
     page.click(".conv-menu summary")
     page.fill("#rename-title", "   ")
@@ -197,7 +184,7 @@ def test_a_blank_rename_says_so_in_the_options_panel_and_keeps_the_composer(
 def test_the_account_page_shows_a_refusal_where_it_jumps_to(
     ada, live_server_url, browser, viewport
 ):
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     page.goto(f"{live_server_url}/accounts/")
     page.fill("#id_delete_password", "not my password")
     page.once("dialog", lambda dialog: dialog.accept())
@@ -212,7 +199,7 @@ def test_the_account_page_shows_a_refusal_where_it_jumps_to(
 
 @pytest.mark.parametrize("viewport", [PHONES[1], DESKTOP], ids=["phone", "desktop"])
 def test_error_pages_are_the_sites_own(ada, live_server_url, browser, viewport):
-    page, errors = logged_in(browser, live_server_url, ada, viewport)
+    page, errors = logged_in_page(browser, live_server_url, ada, viewport)
     for url, status, heading in [
         ("/skills/nonexistent/", 404, "Page not found"),
         ("/accounts/forget-memory/", 405, "This address only takes a form"),

@@ -9,9 +9,21 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import profile_get
+from core.exceptions import ServiceError
+from memory import selectors
 from sessions_app.agent.tools import ToolContext
 from sessions_app.models import Message, Session
 from tests.factories import MessageFactory, SessionFactory
+
+
+def contents(user, target: str = "memory") -> list[str]:
+    return selectors.memory_contents(user=user, target=target)
+
+
+def refused(call, **kwargs) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
+        call(**kwargs)
+    return info.value
 
 
 def chat_of(user: Any, title: str = "Planning the trip") -> Session:

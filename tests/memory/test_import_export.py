@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.exceptions import ServiceError
 from memory import selectors, services
 from memory.models import MemoryEntry
+from tests.memory.conftest import contents, refused
 
 pytestmark = pytest.mark.django_db
-
-
-def contents(user, target: str = "memory") -> list[str]:
-    return selectors.memory_contents(user=user, target=target)
-
-
-def refused(call, **kwargs) -> ServiceError:
-    with pytest.raises(ServiceError) as info:
-        call(**kwargs)
-    return info.value
 
 
 # --- import / export ------------------------------------------------------------------

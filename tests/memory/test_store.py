@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound
 from memory import selectors, services
 from memory.models import MemoryEntry, MemoryEvent, Source
 from memory.services import Op, Provenance
-from tests.memory.conftest import chat_of, message_in, set_profile
+from tests.memory.conftest import chat_of, contents, message_in, refused, set_profile
 
 pytestmark = pytest.mark.django_db
-
-
-def contents(user, target: str = "memory") -> list[str]:
-    return selectors.memory_contents(user=user, target=target)
-
-
-def refused(call, **kwargs) -> ServiceError:
-    with pytest.raises(ServiceError) as info:
-        call(**kwargs)
-    return info.value
 
 
 # --- add ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from tests.e2e.conftest import (  # noqa: F401
     live_server_url,
     llm_for_server,
     off_loop,
+    server_url,
 )
 from tests.factories import PASSWORD
 
@@ -23,16 +24,9 @@ from .conftest import make_chat
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-@pytest.fixture
-def server_url(transactional_db, monkeypatch, request):
-    # Without REDIS_URL the server runs tasks inline, so no worker is needed here.
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    return request.getfixturevalue("live_server_url")
-
-
 def test_search_summarise_by_keyboard_and_poll(
     owner,
-    server_url,
+    server_url,  # noqa: F811
     llm_for_server,  # noqa: F811
     browser,  # noqa: F811
 ):

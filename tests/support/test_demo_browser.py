@@ -14,6 +14,7 @@ from tests.e2e.conftest import (  # noqa: F401
     live_server_env,
     live_server_url,
     off_loop,
+    server_url,
 )
 from tests.factories import PASSWORD
 from tests.search.conftest import make_chat
@@ -30,16 +31,9 @@ def llm_for_server() -> Iterator[ScriptedLLM]:
         yield llm
 
 
-@pytest.fixture
-def server_url(transactional_db, monkeypatch, request):
-    # Without REDIS_URL the server runs the summary task inline: no worker needed.
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    return request.getfixturevalue("live_server_url")
-
-
 def test_summarise_a_chat_that_said_remember_shows_the_recap(
     owner,
-    server_url,
+    server_url,  # noqa: F811
     browser,  # noqa: F811
 ):
     chat = off_loop(
