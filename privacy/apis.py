@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import FileResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -72,17 +71,6 @@ def job_payload(job: ExportJob) -> dict[str, Any]:
     return data
 
 
-def _zip(download: jobs.Download) -> FileResponse:
-    response = FileResponse(
-        download.handle,
-        as_attachment=True,
-        filename=download.filename,
-        content_type="application/zip",
-    )
-    response["Cache-Control"] = "no-store"
-    return response
-
-
 class MeExportApi(APIView):
     @extend_schema(
         responses={
@@ -105,7 +93,7 @@ class MeExportApi(APIView):
                 "message": "Your archive is being built; poll `url`, then download it.",
             }
             return Response(body, status=202, headers={"Location": body["job"]["url"]})
-        return _zip(jobs.export_open_now(user=request.user))
+        return jobs.export_open_now(user=request.user).response()
 
 
 class MeExportJobsApi(APIView):
@@ -129,4 +117,4 @@ class MeExportJobApi(APIView):
 class MeExportDownloadApi(APIView):
     @extend_schema(responses={(200, "application/zip"): OpenApiResponse(description="The zip")})
     def get(self, request: Request, job_id: int) -> Any:
-        return _zip(jobs.export_job_open(user=request.user, job_id=job_id))
+        return jobs.export_job_open(user=request.user, job_id=job_id).response()

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
+from django.http import FileResponse
 from django.utils import timezone
 
 from core.exceptions import NotFound, ServiceError
@@ -169,6 +170,14 @@ class Download:
     handle: IO[bytes]
     filename: str
     size: int
+
+    def response(self) -> FileResponse:
+        """The archive as an attachment, never cached (the page and the API serve it alike)."""
+        response = FileResponse(
+            self.handle, as_attachment=True, filename=self.filename, content_type="application/zip"
+        )
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:

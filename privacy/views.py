@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -68,15 +68,7 @@ def export_start(request: HttpRequest) -> HttpResponse:
 @require_GET
 @errors_back_to("account", anchor="data")
 def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
-    download = jobs.export_job_open(user=request.user, job_id=job_id)
-    response = FileResponse(
-        download.handle,
-        as_attachment=True,
-        filename=download.filename,
-        content_type="application/zip",
-    )
-    response["Cache-Control"] = "no-store"
-    return response
+    return jobs.export_job_open(user=request.user, job_id=job_id).response()
 
 
 @login_required

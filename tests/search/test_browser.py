@@ -14,10 +14,10 @@ from tests.e2e.conftest import (  # noqa: F401
     live_server_env,
     live_server_url,
     llm_for_server,
+    logged_in_page,
     off_loop,
     server_url,
 )
-from tests.factories import PASSWORD
 
 from .conftest import make_chat
 
@@ -54,13 +54,7 @@ def test_search_summarise_by_keyboard_and_poll(
     chat, other, pending = off_loop(seed)
     llm_for_server.add_rule("Search topic:", reply="Rotation is done with vault rotate.")
 
-    page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server_url}/accounts/login/")
-    page.fill("input[name=username]", owner.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    page, errors = logged_in_page(browser, server_url, owner)
     page.goto(f"{server_url}/")
     page.fill("#dashboard-search", "vault")
     page.keyboard.press("Enter")

@@ -13,10 +13,10 @@ from tests.e2e.conftest import (  # noqa: F401
     browser,
     live_server_env,
     live_server_url,
+    logged_in_page,
     off_loop,
     server_url,
 )
-from tests.factories import PASSWORD
 from tests.search.conftest import make_chat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -48,13 +48,7 @@ def test_summarise_a_chat_that_said_remember_shows_the_recap(
             title="Tea",
         )
     )
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server_url}/accounts/login/")
-    page.fill("input[name=username]", owner.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    page, errors = logged_in_page(browser, server_url, owner)
     page.goto(f"{server_url}/sessions/?q=tea")
 
     result = page.locator(f"#result-{chat.id}")

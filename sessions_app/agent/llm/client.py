@@ -63,22 +63,21 @@ def build_client() -> AsyncOpenAI:
     )
 
 
-def _resolve_model(model: str | None, kind: ModelKind) -> str:
-    resolved = (model or "").strip() or model_name(kind)
-    if not resolved or not endpoint_configured():
-        raise not_configured()
-    return resolved
-
-
 def _request_kwargs(
     *,
-    model: str,
+    model: str | None,
     messages: Sequence[Message],
     tools: Sequence[Mapping[str, Any]] | None,
     temperature: float | None,
     max_tokens: int | None,
+    kind: ModelKind = "chat",
 ) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages]}
+    """The request for `model` (default: the configured model of `kind`); raises when no
+    model or endpoint is configured."""
+    resolved = (model or "").strip() or model_name(kind)
+    if not resolved or not endpoint_configured():
+        raise not_configured()
+    kwargs: dict[str, Any] = {"model": resolved, "messages": [dict(m) for m in messages]}
     if tools:
         kwargs["tools"] = [dict(t) for t in tools]
     if temperature is not None:
@@ -106,9 +105,9 @@ async def stream_chat(
     early, ``await stream.aclose()`` (or use ``contextlib.aclosing``): that releases the
     connection at once instead of whenever the generator is garbage-collected.
     """
-    resolved = _resolve_model(model, "chat")
     kwargs = _request_kwargs(
-        model=resolved,
+        model=model,
+        kind="chat",
         messages=messages,
         tools=tools,
         temperature=temperature,
@@ -121,7 +120,7 @@ async def stream_chat(
     calls = ToolCallAccumulator()
     usage = Usage()
     finish_reason: str | None = None
-    response_model = resolved
+    response_model = kwargs["model"]
     stream: Any = None
     try:
         try:
@@ -190,9 +189,9 @@ async def complete(
 
     Uses the summary model unless ``model`` is given; pass ``kind="chat"`` for the chat model.
     """
-    resolved = _resolve_model(model, kind)
     kwargs = _request_kwargs(
-        model=resolved,
+        model=model,
+        kind=kind,
         messages=messages,
         tools=tools,
         temperature=temperature,
@@ -227,6 +226,6 @@ async def complete(
         tool_calls=tool_calls,
         finish_reason=choice.finish_reason,
         usage=usage_from(response.usage) if response.usage is not None else Usage(),
-        model=response.model or resolved,
+        model=response.model or kwargs["model"],
         reasoning=reasoning_of(message),
     )
