@@ -8,7 +8,8 @@ everything of a person at once. Account erasure removes:
 - every row of every registered table (privacy/registry.py), then the user row (which
   cascades whatever else points at it), the frozen system prompts nobody else uses, the
   admin's history entries about the person's rows, and their login sessions;
-- their export archives on disk and the Celery results of those exports;
+- their export archives and build directories on disk (crashed builds' too) and the
+  Celery results of those exports;
 - their channel-layer groups and the socket messages still queued for them, after their
   open sockets were told to close;
 - and the bytes: on SQLite (secure_delete is on for every connection) the FTS5 indexes
@@ -160,9 +161,9 @@ def account_erase(
     def after_commit() -> None:
         from accounts.signals import close_sockets_of
 
-        from .jobs import export_files_delete
+        from .jobs import export_files_delete, export_files_of_delete
 
-        report.files = export_files_delete(jobs=jobs)
+        report.files = export_files_delete(jobs=jobs) + export_files_of_delete(user_id=user_id)
         _forget_task_results([j.task_id for j in jobs if j.task_id])
         close_sockets_of(user_id)
         storage_compact()

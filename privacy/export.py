@@ -402,7 +402,8 @@ def build_export(
     *, user: AbstractBaseUser, target: Path, progress: Progress | None = None
 ) -> ExportStats:
     """Write the user's archive to `target` (a new file). Reads only the user's rows: every
-    query is filtered by the owner, and nothing else is written into the archive."""
+    query is filtered by the owner, and nothing else is written into the archive. The
+    working files go to `.build-<target's stem>-*/` beside it, so they carry its owner."""
     from sessions_app.models import Message
 
     progress = progress or _noop
@@ -410,7 +411,7 @@ def build_export(
     stats = ExportStats()
     progress(1, "Counting")
     total_messages = Message.objects.filter(session__owner=user).count()
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".build-{target.stem}-") as work:
         db_path = Path(work) / "state.db"
         db = sqlite3.connect(db_path)
         try:

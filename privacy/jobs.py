@@ -2,8 +2,10 @@
 its owner only, deleted after HERMES_EXPORT_EXPIRY_HOURS.
 
 The ExportJob row is the job (claimed with a conditional UPDATE, so a redelivered task
-does nothing). Files live in HERMES_EXPORT_DIR under random names; a job whose row
-disappears while it runs (the account was erased) deletes its own file.
+does nothing). Files live in HERMES_EXPORT_DIR under random names that start with the
+owner's id (`u<id>-<hex>.zip`, built in `.build-u<id>-<hex>-*/`), so an erasure removes
+every file of the person, crashed builds included; a job whose row disappears while it runs
+(the account was erased) deletes its own file.
 """
 
 from __future__ import annotations
@@ -56,6 +58,16 @@ def _file_of(job: ExportJob) -> Path | None:
     return export_dir() / job.file_name
 
 
+def _owner_prefix(user_id: int) -> str:
+    return f"u{user_id}-"
+
+
+def export_path_new(*, user: AbstractBaseUser) -> Path:
+    """A new archive path of `user` (its build directory is named after it, see
+    build_export)."""
+    return export_dir() / f"{_owner_prefix(user.pk)}{secrets.token_hex(16)}.zip"
+
+
 def export_filename(user: AbstractBaseUser, when: datetime | None = None) -> str:
     """The name the browser saves the archive under."""
     stamp = timezone.localtime(when or timezone.now()).strftime("%Y%m%d-%H%M")
@@ -105,7 +117,7 @@ def export_job_run(*, job_id: int) -> str:
         status = ExportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
         return status or "gone"
     job = ExportJob.objects.select_related("owner").get(pk=job_id)
-    target = export_dir() / f"{secrets.token_hex(16)}.zip"
+    target = export_path_new(user=job.owner)
     last = [0.0]
 
     def progress(pct: int, stage: str) -> None:
@@ -207,7 +219,7 @@ def export_open_now(*, user: AbstractBaseUser) -> Download:
     """Build the archive right away (small accounts, GET /api/me/export/) and return it
     open. The file is unlinked as soon as it is open, so nothing stays in var/ after the
     response is sent (or if the client goes away)."""
-    target = export_dir() / f"{secrets.token_hex(16)}.zip"
+    target = export_path_new(user=user)
     try:
         stats = build_export(user=user, target=target)
         handle = target.open("rb")
@@ -227,6 +239,28 @@ def export_files_delete(*, jobs: list[ExportJob]) -> int:
             path.unlink(missing_ok=True)
             deleted += 1
     return deleted
+
+
+def _remove(path: Path) -> bool:
+    try:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def export_files_of_delete(*, user_id: int) -> int:
+    """Delete every archive and build directory of user `user_id`, finished or left by a
+    crashed build (account erasure); returns how many were removed."""
+    prefix = _owner_prefix(user_id)
+    return sum(
+        _remove(path)
+        for path in export_dir().iterdir()
+        if path.name.startswith((prefix, f".build-{prefix}"))
+    )
 
 
 def exports_expire(*, now: datetime | None = None) -> int:
@@ -252,11 +286,7 @@ def exports_expire(*, now: datetime | None = None) -> int:
         try:
             if path.stat().st_mtime >= cutoff:
                 continue
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink()
-            removed += 1
         except FileNotFoundError:
             continue
+        removed += _remove(path)
     return removed

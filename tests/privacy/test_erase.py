@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from hermes_site.asgi import application
 from memory.models import MemoryEntry
 from privacy import jobs, registry
 from privacy.erase import account_erase, channel_groups_purge
+from privacy.export import build_export
 from privacy.models import AdminContentAccess, ExportJob
 from sessions_app.models import Session, SystemPrompt
 from tests.factories import PASSWORD
@@ -244,6 +246,61 @@ def test_after_deletion_the_persons_text_is_in_no_byte_of_the_database_redis_or_
     assert [m.decode() for m in markers if m in in_redis] == []
     # var/: the archive (and any leftover of its build) is gone.
     assert files_bytes(var_export_dir) == b""
+
+
+def crashed_build(user) -> None:
+    """An export build killed at 90 % (kill -9: no clean-up runs): its working directory,
+    with the person's conversations in state.db, and its partial zip stay behind."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+
+        def die(pct: int, _stage: str) -> None:
+            if pct >= 90:
+                os._exit(0)
+
+        try:
+            build_export(user=user, target=jobs.export_path_new(user=user), progress=die)
+        finally:
+            os._exit(1)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_erasure_removes_the_persons_crashed_export_builds_and_no_one_elses(
+    owner, outsider, export_dir, django_capture_on_commit_callbacks
+):
+    mine, theirs = seed(owner, "olv"), seed(outsider, "osc")
+    crashed_build(owner)
+    crashed_build(outsider)
+    builds = sorted(p.name for p in export_dir.iterdir())
+    assert [n.split("-")[:2] for n in builds if n.startswith(".build-")] == sorted(
+        [[".build", f"u{owner.pk}"], [".build", f"u{outsider.pk}"]]
+    )
+    title = mine.session.title.encode()
+    assert title and title in files_bytes(export_dir)  # the check can fail
+
+    with django_capture_on_commit_callbacks(execute=True):
+        report = account_erase(user=owner, password=PASSWORD)
+
+    left = files_bytes(export_dir)
+    assert title not in left
+    assert theirs.session.title.encode() in left  # the other person's build is theirs
+    assert report.files == 2  # the build directory and the partial archive
+    assert all(f"u{owner.pk}-" not in p.name for p in export_dir.iterdir())
+
+
+def test_the_periodic_sweep_removes_crashed_builds_once_no_build_can_still_run(
+    owner, export_dir, settings
+):
+    seed(owner, "olv")
+    crashed_build(owner)
+    leftovers = list(export_dir.iterdir())
+    assert len(leftovers) == 2
+    assert jobs.exports_expire() == 0  # it could be a build still running
+    old = time.time() - settings.HERMES_EXPORT_TASK_LIMIT - 3700
+    for path in leftovers:
+        os.utime(path, (old, old))
+    assert jobs.exports_expire() == 2
+    assert list(export_dir.iterdir()) == []
 
 
 @pytest.mark.django_db(transaction=True)
