@@ -12,6 +12,7 @@ from django.test import Client
 from hermes_site.asgi import application
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")
 
 
 # A chat turn's settings on top of tests.conftest.SCRIPTED_SETTINGS.
@@ -47,7 +48,7 @@ class Sockets:
 
     async def open(self, user: Any) -> WebsocketCommunicator:
         ws = WebsocketCommunicator(
-            application, "/ws/chat/", headers=[ORIGIN, (b"cookie", self.cookies[user.pk])]
+            application, "/ws/chat/", headers=[ORIGIN, HOST, (b"cookie", self.cookies[user.pk])]
         )
         connected, _ = await ws.connect()
         assert connected

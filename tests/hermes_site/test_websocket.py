@@ -1,4 +1,5 @@
-"""The websocket handshake checks Origin and login; background tasks reach open sockets."""
+"""The websocket handshake checks Origin (scheme, host and port) and login; background
+tasks reach open sockets."""
 
 from __future__ import annotations
 
@@ -38,6 +39,77 @@ def test_foreign_origin_is_refused_even_with_a_valid_login(owner):
     assert asyncio.run(run()) is False
 
 
+SITE = (b"host", b"127.0.0.1:8000")
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://localhost:9999",  # an allowed host name on another port
+        "https://127.0.0.1",  # the same host over another scheme (and port)
+        "http://127.0.0.1:8001",
+        "http://127.0.0.1",  # port 80
+        "null",
+        "http://127.0.0.1:8000/path",
+    ],
+)
+def test_an_allowed_host_on_another_port_or_scheme_is_refused(owner, origin):
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", origin.encode()), (b"cookie", cookie), SITE]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is False
+
+
+@pytest.mark.parametrize(
+    ("scheme", "host", "origin", "trusted"),
+    [
+        ("ws", "127.0.0.1:8000", "http://127.0.0.1:8000", []),
+        ("ws", "LOCALHOST:8000", "http://localhost:8000", []),
+        ("ws", "[::1]:8000", "http://[::1]:8000", []),
+        ("ws", "127.0.0.1:80", "http://127.0.0.1", []),
+        ("wss", "127.0.0.1", "https://127.0.0.1:443", []),  # behind a TLS proxy
+        ("ws", "127.0.0.1:8001", "https://chat.example.org", ["https://chat.example.org"]),
+    ],
+)
+def test_the_sites_own_or_a_trusted_origin_is_accepted(
+    owner, settings, scheme, host, origin, trusted
+):
+    settings.CSRF_TRUSTED_ORIGINS = trusted
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator = WebsocketCommunicator(
+            application,
+            "/ws/chat/",
+            headers=[(b"origin", origin.encode()), (b"cookie", cookie), (b"host", host.encode())],
+        )
+        communicator.scope["scheme"] = scheme
+        connected, _ = await communicator.connect()
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is True
+
+
+def test_a_host_outside_allowed_hosts_is_refused_even_with_a_matching_origin(owner):
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", b"http://evil.example"), (b"cookie", cookie), (b"host", b"evil.example")]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert asyncio.run(run()) is False
+
+
 def test_missing_origin_is_refused(owner):
     cookie = session_cookie(owner)
 
@@ -51,7 +123,7 @@ def test_missing_origin_is_refused(owner):
 
 def test_anonymous_handshake_is_refused():
     async def run():
-        communicator, connected = await connect([(b"origin", b"http://127.0.0.1:8000")])
+        communicator, connected = await connect([(b"origin", b"http://127.0.0.1:8000"), SITE])
         await communicator.disconnect()
         return connected
 
@@ -63,7 +135,7 @@ def test_logged_in_same_origin_handshake_is_accepted(owner):
 
     async def run():
         communicator, connected = await connect(
-            [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
+            [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie), SITE]
         )
         await communicator.disconnect()
         return connected
@@ -85,8 +157,8 @@ def test_task_run_by_a_real_worker_reaches_the_open_socket(
 
     async def run():
         origin = (b"origin", b"http://127.0.0.1:8000")
-        mine, ok1 = await connect([origin, (b"cookie", owner_cookie)])
-        theirs, ok2 = await connect([origin, (b"cookie", outsider_cookie)])
+        mine, ok1 = await connect([origin, SITE, (b"cookie", owner_cookie)])
+        theirs, ok2 = await connect([origin, SITE, (b"cookie", outsider_cookie)])
         assert ok1 and ok2
         await asyncio.to_thread(
             celery_worker.send,

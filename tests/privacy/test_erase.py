@@ -131,7 +131,11 @@ def test_erasure_closes_the_persons_open_sockets(owner):
         socket = WebsocketCommunicator(
             application,
             "/ws/chat/",
-            headers=[(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)],
+            headers=[
+                (b"origin", b"http://127.0.0.1:8000"),
+                (b"host", b"127.0.0.1:8000"),
+                (b"cookie", cookie),
+            ],
         )
         connected, _ = await socket.connect()
         assert connected

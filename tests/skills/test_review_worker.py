@@ -25,6 +25,7 @@ from .conftest import make_conversation, skill_md
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")
 
 
 def cookie(user) -> tuple[bytes, bytes]:
@@ -49,7 +50,7 @@ def finished(run: ReviewRun) -> ReviewRun:
 def review_with_socket(worker, run: ReviewRun, user, *, expect_notice: bool):
     """Send the review to the worker while the user has the app open; return what the
     socket received (the notice, or None when nothing arrived)."""
-    headers = [ORIGIN, cookie(user)]
+    headers = [ORIGIN, HOST, cookie(user)]
 
     async def scenario():
         socket = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
