@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import PasswordChangeForm, UserCreationForm
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+
+from core.exceptions import ServiceError
 
 from .models import Profile
+from .throttle import password_confirm
 
 
 class ProfileForm(forms.ModelForm):
@@ -49,3 +56,23 @@ class MemberRoleForm(forms.Form):
 class MemberQuotaForm(forms.Form):
     daily_message_limit = forms.IntegerField(min_value=0, required=False, label="Messages per day")
     daily_token_limit = forms.IntegerField(min_value=0, required=False, label="Tokens per day")
+
+
+class ThrottledPasswordChangeForm(PasswordChangeForm):
+    """Django's form, with the old password checked behind the login throttle."""
+
+    def __init__(self, user: Any, *args: Any, request: HttpRequest, **kwargs: Any) -> None:
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        old = self.cleaned_data["old_password"]
+        try:
+            right = password_confirm(request=self.request, user=self.user, password=old)
+        except ServiceError as exc:
+            raise ValidationError(exc.message, code=exc.code) from exc
+        if not right:
+            raise ValidationError(
+                self.error_messages["password_incorrect"], code="password_incorrect"
+            )
+        return old

@@ -8,11 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
 from .backends import THROTTLED_ATTR
-
-
-def _in_words(seconds: int) -> str:
-    minutes = max(1, round(seconds / 60))
-    return "a minute" if minutes == 1 else f"{minutes} minutes"
+from .throttle import wait_in_words
 
 
 class LoginThrottleMiddleware:
@@ -26,7 +22,7 @@ class LoginThrottleMiddleware:
             return response
         body = render_to_string(
             "registration/login_throttled.html",
-            {"retry_after": retry_after, "wait": _in_words(retry_after)},
+            {"retry_after": retry_after, "wait": wait_in_words(retry_after)},
             request=request,
         )
         throttled = HttpResponse(body, status=429)

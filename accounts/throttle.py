@@ -6,7 +6,10 @@ X-Forwarded-For, which a client rotates at will. Here the address is the one
 limit holds whatever address the guesses come from.
 
 Every attempt is counted before its password is checked (and refunded when it succeeds),
-so guesses sent in parallel to several ASGI processes still hit the limit.
+so guesses sent in parallel to several ASGI processes still hit the limit. The other places
+that ask a logged-in person for their password (deleting the account, changing the
+password) check it through `password_confirm`, against the same limits: a borrowed session
+cannot be used to guess the password either.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from core.exceptions import ServiceError
 from core.proxy import client_ip
 
 from .models import LoginThrottle
@@ -109,6 +114,30 @@ def attempt_succeeded(limits: list[Limit]) -> None:
                 LoginThrottle.objects.filter(key=limit.key, attempts__gt=0).update(
                     attempts=F("attempts") - 1
                 )
+
+
+def wait_in_words(seconds: int) -> str:
+    minutes = max(1, round(seconds / 60))
+    return "a minute" if minutes == 1 else f"{minutes} minutes"
+
+
+def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, password: str) -> bool:
+    """Whether `password` is `user`'s, counted against the login limits of their username
+    and of the client address. Raises ServiceError `too_many_attempts` (429, with
+    `retry_after` seconds) during a lockout, whatever the password."""
+    limits = limits_for(request, user.get_username())
+    retry_after = attempt_begin(limits)
+    if retry_after:
+        raise ServiceError(
+            "too_many_attempts",
+            f"Too many password attempts — try again in {wait_in_words(retry_after)}.",
+            status=429,
+            retry_after=retry_after,
+        )
+    if not user.check_password(password):
+        return False
+    attempt_succeeded(limits)
+    return True
 
 
 def throttle_prune(*, now: datetime | None = None) -> int:

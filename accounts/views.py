@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,7 +15,23 @@ from core.middleware import errors_back_to
 from privacy.views import account_privacy_context
 
 from . import services
-from .forms import ProfileForm, SignupForm, TokenCreateForm
+from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Changing the password: wrong old passwords count against the login throttle; past its
+    limit the form says so, with status 429."""
+
+    form_class = ThrottledPasswordChangeForm
+
+    def get_form_kwargs(self) -> dict:
+        return {**super().get_form_kwargs(), "request": self.request}
+
+    def form_invalid(self, form: ThrottledPasswordChangeForm) -> HttpResponse:
+        response = super().form_invalid(form)
+        if form.has_error("old_password", "too_many_attempts"):
+            response.status_code = 429
+        return response
 
 
 @login_required

@@ -15,7 +15,10 @@ from .exceptions import ServiceError
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ServiceError):
-        return Response({"error": exc.as_dict()}, status=exc.status_code)
+        response = Response({"error": exc.as_dict()}, status=exc.status_code)
+        if "retry_after" in exc.details:
+            response["Retry-After"] = str(exc.details["retry_after"])
+        return response
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -45,7 +45,7 @@ class MeApi(APIView):
     )
     def delete(self, request: Request) -> Response:
         password = request.data.get("password") if hasattr(request.data, "get") else None
-        erase.account_erase(user=request.user, password=password)
+        erase.account_erase(user=request.user, password=password, request=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -32,6 +32,7 @@ from django.contrib.sessions.models import Session as LoginSession
 from django.db import connection, transaction
 from django.db.models import CharField
 from django.db.models.functions import Cast
+from django.http import HttpRequest
 from django.utils import timezone
 
 from core.exceptions import ServiceError
@@ -54,11 +55,14 @@ class ErasureReport:
         return sum(self.rows.values())
 
 
-def check_password(*, user: AbstractBaseUser, password: Any) -> None:
-    """Refuse unless `password` is the user's current password."""
+def check_password(*, user: AbstractBaseUser, password: Any, request: HttpRequest | None) -> None:
+    """Refuse unless `password` is the user's current password; the attempts count against
+    the login throttle (429 `too_many_attempts` once over its limits)."""
+    from accounts.throttle import password_confirm
+
     if not isinstance(password, str) or not password:
         raise ServiceError("password_required", "Type your password to confirm.")
-    if not user.check_password(password):
+    if not password_confirm(request=request, user=user, password=password):
         raise ServiceError("wrong_password", "That is not your password.", status=403)
 
 
@@ -119,8 +123,10 @@ def account_erase(
     user: AbstractBaseUser,
     password: Any = None,
     actor: AbstractBaseUser | None = None,
+    request: HttpRequest | None = None,
 ) -> ErasureReport:
-    """Delete `user` and everything about them. The person confirms with their password;
+    """Delete `user` and everything about them. The person confirms with their password
+    (checked behind the login throttle, keyed by `request`'s client address too);
     a superuser (`actor`, the admin) needs none. After the transaction commits: export
     files go, sockets are closed, storage is scrubbed and a follow-up task clears the
     channel layer (and VACUUMs on PostgreSQL)."""
@@ -130,7 +136,7 @@ def account_erase(
     from .models import ExportJob
 
     if actor is None or actor.pk == user.pk:
-        check_password(user=user, password=password)
+        check_password(user=user, password=password, request=request)
     elif not (actor.is_active and actor.is_superuser):
         raise ServiceError(
             "forbidden", "Only a superuser can delete someone's account.", status=403

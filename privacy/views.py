@@ -140,6 +140,6 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
 def account_delete(request: HttpRequest) -> HttpResponse:
     user = request.user
     username = user.get_username()
-    erase.account_erase(user=user, password=request.POST.get("password", ""))
+    erase.account_erase(user=user, password=request.POST.get("password", ""), request=request)
     logout(request)
     return render(request, "accounts/deleted.html", {"username": username})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -142,3 +143,57 @@ def test_signing_up_still_logs_the_new_member_in(settings):
         reverse("signup"), {"username": "newbie", "password1": password, "password2": password}
     )
     assert client.get(reverse("dashboard")).status_code == 200
+
+
+def logged_in(user) -> Client:
+    client = Client(REMOTE_ADDR=ATTACKER)
+    client.force_login(user)
+    return client
+
+
+def test_deleting_the_account_shares_the_login_lockout(owner, outsider):
+    client = logged_in(owner)
+    url = reverse("api-me")
+    statuses = [
+        client.delete(url, {"password": f"guess-{i}"}, content_type="application/json").status_code
+        for i in range(8)
+    ]
+    assert statuses == [403] * 5 + [429] * 3
+    # Locked: the right password does not erase anything, and the login is locked too.
+    response = client.delete(url, {"password": PASSWORD}, content_type="application/json")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "too_many_attempts"
+    assert int(response["Retry-After"]) > 800
+    assert get_user_model().objects.filter(pk=owner.pk).exists()
+    assert attempt(Client(), owner.username, PASSWORD).status_code == 429
+    # The other person's account is not locked by these guesses.
+    assert attempt(Client(), outsider.username, PASSWORD).status_code == 302
+
+
+def test_the_password_change_form_shares_the_login_lockout(owner):
+    client = logged_in(owner)
+
+    def change(old: str):
+        new = "a much longer new secret 42"
+        data = {"old_password": old, "new_password1": new, "new_password2": new}
+        return client.post(reverse("password_change"), data)
+
+    statuses = [change(f"guess-{i}").status_code for i in range(8)]
+    assert statuses == [200] * 5 + [429] * 3
+    response = change(PASSWORD)
+    assert response.status_code == 429
+    assert "Too many password attempts — try again in 15 minutes." in response.content.decode()
+    owner.refresh_from_db()
+    assert owner.check_password(PASSWORD)  # not changed while locked
+    assert attempt(Client(), owner.username, PASSWORD).status_code == 429
+
+
+def test_a_right_password_clears_the_failures_of_the_password_form(owner):
+    client = logged_in(owner)
+    for i in range(4):
+        data = {"old_password": f"guess-{i}", "new_password1": "x", "new_password2": "x"}
+        assert client.post(reverse("password_change"), data).status_code == 200
+    new = "a much longer new secret 42"
+    data = {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    assert client.post(reverse("password_change"), data).status_code == 302
+    assert not LoginThrottle.objects.filter(key__startswith="user:").exists()
