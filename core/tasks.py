@@ -1,12 +1,18 @@
 """Site-wide Celery tasks: notices to open tabs and the periodic housekeeping that Celery
 beat sends (CELERY_BEAT_SCHEDULE in settings). All take ids or nothing, are idempotent and
-have time limits."""
+have time limits.
+
+A worker with the scheduler embedded (`-B`, as `make run` starts it) also sends the
+housekeeping once when it is ready: a machine that runs the site an hour at a time would
+otherwise never reach an hourly task, and leftovers of a crash are swept at once."""
 
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
 
 from . import maintenance
 from .realtime import notice_to_user
@@ -42,3 +48,18 @@ def optimize_database() -> list[str]:
     done = maintenance.database_optimize()
     logger.info("database optimized", extra={"steps": done})
     return done
+
+
+#: Not sent at start: slow on a big database, and it leaves nothing behind to sweep.
+NOT_AT_START = {"hermes_site.optimize_database"}
+
+
+@worker_ready.connect
+def housekeeping_at_start(sender: object, **_: object) -> None:
+    """Send the scheduled housekeeping once, if this worker embeds the scheduler."""
+    if getattr(getattr(sender, "controller", None), "beat", None) is None:
+        return
+    names = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} - NOT_AT_START
+    for name in sorted(names):
+        sender.app.send_task(name)
+    logger.info("housekeeping sent at start: %s", ", ".join(sorted(names)))

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from .core import VAR_DIR
-from .declare import declare_bool, declare_int, declare_list, declare_str
+from .declare import declare_bool, declare_float, declare_int, declare_list, declare_str
 
 # --- Host names, the public URL, HTTPS ------------------------------------------------
 ALLOWED_HOSTS = declare_list(
@@ -232,6 +232,21 @@ HERMES_PORT = declare_int(
 )
 HERMES_WORKERS = declare_int(
     "HERMES_WORKERS", 2, min=1, help="Concurrency of the Celery worker `make run` starts."
+)
+HERMES_RESTART_DELAY = declare_float(
+    "HERMES_RESTART_DELAY",
+    1.0,
+    min=0.05,
+    help="Seconds `make run` waits before restarting a process that died (doubled per crash).",
+)
+HERMES_RESTART_DELAY_MAX = declare_float(
+    "HERMES_RESTART_DELAY_MAX", 30.0, min=0.05, help="Longest wait before a restart (seconds)."
+)
+HERMES_RESTART_RESET_SECONDS = declare_float(
+    "HERMES_RESTART_RESET_SECONDS",
+    60.0,
+    min=0,
+    help="A process that ran this long before dying is restarted after the first delay again.",
 )
 HERMES_ADMIN_USER = declare_str(
     "HERMES_ADMIN_USER", "admin", help="User name of the first administrator."
