@@ -29,6 +29,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from core.exceptions import ServiceError
+from core.zipfiles import zip_errors
 
 from . import statedb
 from .import_report import HermesImportReport
@@ -227,10 +228,8 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
                         "`manage.py import_hermes` on the server for bigger homes.",
                     )
                 out.write(chunk)
-        try:
+        with zip_errors():
             zf = zipfile.ZipFile(archive)
-        except (zipfile.BadZipFile, OSError):
-            raise ServiceError("invalid_zip", "That file is not a zip archive.") from None
         home = Path(work) / "home"
         with zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
@@ -251,7 +250,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
                     continue
                 target = home / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, target.open("wb") as dst:
+                with zip_errors(name), zf.open(info) as src, target.open("wb") as dst:
                     shutil.copyfileobj(src, dst, 1024 * 1024)
         if not home.exists():
             raise ServiceError(

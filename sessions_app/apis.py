@@ -35,12 +35,27 @@ from .search.service import (
 SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 10, 50
 
 
+# A day filter becomes a midnight in the site's time zone (and `until` the next one), then a
+# UTC timestamp: the first and last days of the calendar would overflow datetime on the way.
+FIRST_DAY, LAST_DAY = date.min + timedelta(days=1), date.max - timedelta(days=1)
+
+
+class DayField(serializers.DateField):
+    def to_internal_value(self, value: Any) -> date:
+        day = super().to_internal_value(value)
+        if not FIRST_DAY <= day <= LAST_DAY:
+            raise serializers.ValidationError(
+                f"Use a date between {FIRST_DAY.isoformat()} and {LAST_DAY.isoformat()}."
+            )
+        return day
+
+
 class SearchParamsSerializer(serializers.Serializer):
     # `q` is read raw: any text is a valid query (NUL bytes included) and gets sanitised.
     role = serializers.CharField(required=False, allow_blank=True, default="")
     limit = serializers.IntegerField(required=False, default=SEARCH_DEFAULT_LIMIT)
-    since = serializers.DateField(required=False, allow_null=True, default=None)
-    until = serializers.DateField(required=False, allow_null=True, default=None)
+    since = DayField(required=False, allow_null=True, default=None)
+    until = DayField(required=False, allow_null=True, default=None)
     summarise = serializers.BooleanField(required=False, default=False)
 
 
