@@ -36,5 +36,5 @@ def zip_errors(what: str = "") -> Iterator[None]:
         if what:
             message = f"The zip is damaged: {what!r} could not be read ({exc})."
         else:
-            message = "That file is not a readable zip archive."
+            message = "That file is not a zip archive."
         raise ServiceError("invalid_zip", message) from None
