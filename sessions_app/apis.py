@@ -122,8 +122,16 @@ class SearchApi(APIView):
             OpenApiParameter("q", str, description='Words, OR, NOT, "phrases", prefix*.'),
             OpenApiParameter("role", str, description="user, assistant, tool (comma-separated)."),
             OpenApiParameter("limit", int, description="Conversations (default 10, max 50)."),
-            OpenApiParameter("since", str, description="YYYY-MM-DD, inclusive."),
-            OpenApiParameter("until", str, description="YYYY-MM-DD, inclusive."),
+            OpenApiParameter(
+                "since",
+                str,
+                description="YYYY-MM-DD, inclusive (0001-01-02 to 9999-12-30; else 400).",
+            ),
+            OpenApiParameter(
+                "until",
+                str,
+                description="YYYY-MM-DD, inclusive (0001-01-02 to 9999-12-30; else 400).",
+            ),
             OpenApiParameter("summarise", bool, description="Wait for focused summaries."),
         ],
         responses=inline_serializer(
