@@ -29,12 +29,38 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from core.exceptions import ServiceError
+from core.zipfiles import zip_errors
 
 from . import statedb
 from .import_report import HermesImportReport
 from .import_sessions import SessionImporter, profile_settings_import
 
 # --- memory, identity, skills ---------------------------------------------------------------
+
+#: MEMORY.md / USER.md hold a few kilobytes (their stores' limits); SOUL.md a prompt.
+MEMORY_FILE_MAX_BYTES = 256 * 1024
+SOUL_MAX_BYTES = 64 * 1024
+
+
+def _read_small(path: Path, limit: int, report: HermesImportReport) -> str | None:
+    """The UTF-8 text of `path`, or None (with the reason reported) when it is larger than
+    `limit` bytes or not text. Only `limit` + 1 bytes are ever read."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        report.errors.append(f"{path.name} could not be read ({exc}); nothing imported from it.")
+        return None
+    if len(data) > limit:
+        report.errors.append(
+            f"{path.name} is larger than {limit // 1024:,} KiB; nothing imported from it."
+        )
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        report.errors.append(f"{path.name} is not UTF-8 text; nothing imported from it.")
+        return None
 
 
 def _import_memory(user: AbstractBaseUser, home: Path, report: HermesImportReport) -> None:
@@ -47,10 +73,8 @@ def _import_memory(user: AbstractBaseUser, home: Path, report: HermesImportRepor
         path = home / "memories" / name
         if not path.is_file():
             continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            report.errors.append(f"{name} is not UTF-8 text; nothing imported from it.")
+        text = _read_small(path, MEMORY_FILE_MAX_BYTES, report)
+        if text is None:
             continue
         clean: list[str] = []
         for i, entry in enumerate(parse_memory_file(text), start=1):
@@ -83,11 +107,10 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
     path = home / "SOUL.md"
     if not path.is_file():
         return
-    try:
-        text = path.read_text(encoding="utf-8").replace("\x00", "").strip()
-    except (UnicodeDecodeError, OSError):
-        report.errors.append("SOUL.md is not UTF-8 text; the identity was not imported.")
+    text = _read_small(path, SOUL_MAX_BYTES, report)
+    if text is None:
         return
+    text = text.replace("\x00", "").strip()
     if not text:
         return
     profile = profile_get(user=user)
@@ -99,9 +122,14 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
     report.identity = "Agent identity set from SOUL.md."
 
 
-def _skills_zip(root: Path) -> bytes | None:
+def _skills_zip(root: Path, report: HermesImportReport) -> bytes | None:
+    """skills/ as the zip the skills importer reads. Files over the skills' own size limits
+    are left out (and reported) before they are read."""
+    from skills_app import skillmd
+    from skills_app.services.transfer import MAX_TOTAL_BYTES
+
     buffer = io.BytesIO()
-    count = 0
+    count = total = 0
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
@@ -109,6 +137,16 @@ def _skills_zip(root: Path) -> bytes | None:
                 continue  # .archive/, .hub/ and other Hermes bookkeeping
             if path.is_symlink() or not path.is_file():
                 continue
+            size = path.stat().st_size
+            limit = skillmd.CONTENT_MAX * 4 if path.name == "SKILL.md" else skillmd.FILE_MAX_BYTES
+            if size > limit or total + size > MAX_TOTAL_BYTES:
+                report.errors.append(
+                    f"Skill file skills/{rel.as_posix()} ({size:,} bytes) was not imported: "
+                    f"it is over the {limit:,}-byte limit of one file or the "
+                    f"{MAX_TOTAL_BYTES // (1024 * 1024)} MiB of one import."
+                )
+                continue
+            total += size
             zf.write(path, "skills/" + rel.as_posix())
             count += 1
     return buffer.getvalue() if count else None
@@ -120,7 +158,7 @@ def _import_skills(user: AbstractBaseUser, home: Path, report: HermesImportRepor
     root = home / "skills"
     if not root.is_dir():
         return
-    payload = _skills_zip(root)
+    payload = _skills_zip(root, report)
     if payload is None:
         return
     try:
@@ -165,13 +203,19 @@ def hermes_import(*, user: AbstractBaseUser, home: Path) -> HermesImportReport:
                 report.errors.append(f"state.db could not be opened ({exc}).")
             else:
                 try:
+                    statedb.refuse_computed(conn)
                     if not statedb.has_table(conn, "sessions") or not statedb.has_table(
                         conn, "messages"
                     ):
                         raise sqlite3.DatabaseError("no sessions/messages tables")
                     sessions = SessionImporter(user, conn)
                     done = sessions.run()
-                    profile_settings_import(user, conn)
+                    profile_settings_import(user, conn, done)
+                except statedb.RefusedDatabase as exc:
+                    report.errors.append(
+                        f"state.db was refused and no conversation was imported: {exc}. "
+                        "A Hermes state.db stores its messages; this one would compute them."
+                    )
                 except sqlite3.DatabaseError as exc:
                     report.errors.append(f"state.db is not a Hermes session database ({exc}).")
                 else:
@@ -180,6 +224,7 @@ def hermes_import(*, user: AbstractBaseUser, home: Path) -> HermesImportReport:
                     report.messages_created = done.messages_created
                     report.warnings += done.warnings
                     report.errors += done.errors
+                    report.shortened = done.shortened
                 finally:
                     conn.close()
     _import_memory(user, home, report)
@@ -227,10 +272,8 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
                         "`manage.py import_hermes` on the server for bigger homes.",
                     )
                 out.write(chunk)
-        try:
+        with zip_errors():
             zf = zipfile.ZipFile(archive)
-        except (zipfile.BadZipFile, OSError):
-            raise ServiceError("invalid_zip", "That file is not a zip archive.") from None
         home = Path(work) / "home"
         with zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
@@ -251,7 +294,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
                     continue
                 target = home / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, target.open("wb") as dst:
+                with zip_errors(name), zf.open(info) as src, target.open("wb") as dst:
                     shutil.copyfileobj(src, dst, 1024 * 1024)
         if not home.exists():
             raise ServiceError(

@@ -21,6 +21,11 @@ class HermesImportReport:
     skills_unchanged: int = 0
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: What was cut to its cap → how many times ("message texts cut to …": 2).
+    shortened: dict[str, int] = field(default_factory=dict)
+
+    def cut(self, what: str) -> None:
+        self.shortened[what] = self.shortened.get(what, 0) + 1
 
     @property
     def ok(self) -> bool:
@@ -51,6 +56,7 @@ class HermesImportReport:
                 f"Skills: {self.skills_created} created, {self.skills_updated} updated, "
                 f"{self.skills_unchanged} unchanged."
             )
+        out += [f"Shortened: {n:,} {what}." for what, n in self.shortened.items()]
         out += [f"Note: {w}" for w in self.warnings]
         out += [f"Error: {e}" for e in self.errors]
         return out

@@ -1,6 +1,11 @@
 """Conversations from a Hermes state.db (see hermes_import.py for the whole import):
 sessions with their titles, lineage and counters, and their live messages, checked row by
-row; plus the settings an export of this app keeps in a side table."""
+row; plus the settings an export of this app keeps in a side table.
+
+A foreign database is data, never code: SQLite hands over each text value cut to its field's
+cap (`substr` in the query, so Python never holds more), the cuts are counted for the report,
+and the whole import stops once it has read `read_budget()` characters.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
@@ -21,6 +27,60 @@ ROLES = {"system", "user", "assistant", "tool"}
 STATUSES = {"streaming", "complete", "interrupted", "failed"}
 KINDS = {"", "summary", "carried"}
 _BATCH = 500
+#: Messages are also written out once a batch holds this many characters.
+_BATCH_CHARS = 4 * 1024 * 1024
+#: Caps in characters for what is not a message text (those use the chat limit).
+SHORT_MAX = 200
+TITLE_MAX = 100
+CONFIG_MAX = 10_000
+PROMPT_MAX = 100_000
+
+
+def reported_cuts() -> dict[str, str]:
+    """The fields whose cuts the report mentions, and how it words them; the others are ids
+    and labels, cut to their column sizes as before."""
+    long = f"cut to {text_max():,} characters (the chat's message limit)"
+    return {
+        "content": f"message texts {long}",
+        "tool_calls": f"tool calls longer than {text_max():,} characters, dropped",
+        "reasoning": f"reasoning texts {long}",
+        "reasoning_content": f"reasoning texts {long}",
+        "x_context": f"memory context blocks {long}",
+        "title": f"titles cut to {TITLE_MAX} characters",
+        "prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
+        "system_prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
+        "value": f"custom instructions {long}",
+    }
+
+
+def text_max() -> int:
+    """The cap of every long imported text: the longest message the chat accepts."""
+    return settings.HERMES_MAX_MESSAGE_CHARS
+
+
+def read_budget() -> int:
+    """Characters one import may read from a state.db: four times the largest upload, as
+    for the zip's unpacked size."""
+    return 4 * settings.HERMES_IMPORT_MAX_MB * 1024 * 1024
+
+
+class ReadBudgetExceeded(Exception):
+    pass
+
+
+def _capped(expr: str, alias: str, cap: int) -> str:
+    """A select item: `expr` as is for numbers, cut to `cap` for text and blobs, plus a
+    `<alias>__cut` flag when the value was longer."""
+    return (
+        f"CASE WHEN typeof({expr}) IN ('text', 'blob') THEN substr({expr}, 1, {cap}) "
+        f'ELSE {expr} END AS "{alias}", length({expr}) > {cap} AS "{alias}__cut"'
+    )
+
+
+def _select(alias: str, columns: Iterable[str], caps: dict[str, int]) -> str:
+    return ", ".join(
+        _capped(f'{alias}."{c}"', c, caps.get(c, SHORT_MAX)) for c in columns if c.isidentifier()
+    )
 
 
 def _text(value: Any) -> str:
@@ -67,7 +127,16 @@ class SessionImporter:
         self.conn = conn
         self.report = HermesImportReport()
         self.sides = {t for t in statedb.SIDE_TABLES if statedb.has_table(conn, t)}
+        self.session_columns = statedb.table_columns(conn, "sessions")
         self.message_columns = statedb.table_columns(conn, "messages")
+        long = text_max()
+        self.session_caps = {"title": TITLE_MAX, "model_config": CONFIG_MAX,
+                             "system_prompt": PROMPT_MAX}  # fmt: skip
+        self.message_caps = {"content": long, "tool_calls": long, "reasoning": long,
+                             "reasoning_content": long}  # fmt: skip
+        self.reported = reported_cuts()
+        self.budget = read_budget()
+        self.read = 0
         #: source session id → our session id, for everything already in the account.
         self.known: dict[str, str] = {}
         for sid, config in Session.objects.filter(owner=user).values_list("id", "model_config"):
@@ -80,15 +149,33 @@ class SessionImporter:
         )
         self.prompts: dict[str, str | None] = {}
 
+    def _take(self, row: sqlite3.Row | None) -> sqlite3.Row | None:
+        """Count what `row` holds against the budget and its cut fields for the report."""
+        if row is None:
+            return None
+        for key in row.keys():
+            value = row[key]
+            if isinstance(value, str | bytes):
+                self.read += len(value)
+            elif value and key.endswith("__cut") and key.removesuffix("__cut") in self.reported:
+                self.report.cut(self.reported[key.removesuffix("__cut")])
+        if self.read > self.budget:
+            raise ReadBudgetExceeded
+        return row
+
     def _prompt(self, row: sqlite3.Row) -> Any:
         from sessions_app.models import SystemPrompt
 
         text = None
         digest = _col(row, "system_prompt_hash")
         if digest and statedb.has_table(self.conn, "system_prompts"):
-            found = self.conn.execute(
-                "SELECT prompt FROM system_prompts WHERE hash = ?", (digest,)
-            ).fetchone()
+            found = self._take(
+                self.conn.execute(
+                    f"SELECT {_capped('prompt', 'prompt', PROMPT_MAX)} "  # noqa: S608
+                    "FROM system_prompts WHERE hash = ?",
+                    (digest,),
+                ).fetchone()
+            )
             text = found[0] if found else None
         if text is None:
             text = _col(row, "system_prompt")
@@ -118,7 +205,14 @@ class SessionImporter:
         from sessions_app.models import Session
 
         created: dict[str, str | None] = {}  # our id → source parent id
-        for row in self.conn.execute("SELECT * FROM sessions ORDER BY started_at, id"):
+        columns = _select("s", self.session_columns, self.session_caps)
+        sql = f"SELECT {columns} FROM sessions s ORDER BY s.started_at, s.id"  # noqa: S608
+        for raw in self.conn.execute(sql):
+            try:
+                row = self._take(raw)
+            except ReadBudgetExceeded:
+                self._stopped()
+                break
             source_id = _text(row["id"])
             if source_id in self.known:
                 self.report.sessions_skipped += 1
@@ -127,6 +221,9 @@ class SessionImporter:
                 with transaction.atomic():
                     session = self._session(row, source_id)
                     self._messages(row, session)
+            except ReadBudgetExceeded:
+                self._stopped(source_id)
+                break
             except (IntegrityError, ValueError, sqlite3.Error) as exc:
                 self.report.errors.append(f"Conversation {source_id}: not imported ({exc}).")
                 continue
@@ -140,6 +237,14 @@ class SessionImporter:
                     parent_id=self.known[parent]
                 )
         return self.report
+
+    def _stopped(self, source_id: str = "") -> None:
+        where = f" at conversation {source_id}" if source_id else ""
+        self.report.errors.append(
+            f"Stopped{where}: the import read {self.budget // (1024 * 1024):,} MiB of text from "
+            "state.db, the limit for one import. The conversations before it were imported; "
+            "import the rest with `manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
+        )
 
     def _session(self, row: sqlite3.Row, source_id: str) -> Any:
         from sessions_app.models import Session
@@ -201,19 +306,24 @@ class SessionImporter:
         # conversation Hermes continues from.
         if "active" in self.message_columns:
             where += " AND m.active = 1"
+        columns = _select("m", self.message_columns, self.message_caps)
         if "hermes_web_messages" in self.sides:
+            extra = [("kind", "x_kind"), ("status", "x_status"), ("model", "x_model"),
+                     ("prompt_tokens", "x_prompt"), ("completion_tokens", "x_completion"),
+                     ("cached_tokens", "x_cached"), ("reasoning_tokens", "x_reasoning"),
+                     ("cost_usd", "x_cost")]  # fmt: skip
+            columns += ", " + ", ".join(
+                [_capped(f"x.{c}", alias, SHORT_MAX) for c, alias in extra]
+                + [_capped("x.context_block", "x_context", text_max())]
+            )
             sql = (
-                "SELECT m.*, x.kind AS x_kind, x.status AS x_status, "  # noqa: S608 - constants
-                "x.context_block AS x_context, x.model AS x_model, "
-                "x.prompt_tokens AS x_prompt, x.completion_tokens AS x_completion, "
-                "x.cached_tokens AS x_cached, x.reasoning_tokens AS x_reasoning, "
-                "x.cost_usd AS x_cost FROM messages m "
+                f"SELECT {columns} FROM messages m "  # noqa: S608 - names from table_info
                 "LEFT JOIN hermes_web_messages x ON x.id = m.id "
                 f"WHERE {where} ORDER BY m.id"
             )
         else:
-            sql = f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.id"  # noqa: S608
-        return self.conn.execute(sql, (source_id,))
+            sql = f"SELECT {columns} FROM messages m WHERE {where} ORDER BY m.id"  # noqa: S608
+        return (self._take(row) for row in self.conn.execute(sql, (source_id,)))
 
     def _messages(self, row: sqlite3.Row, session: Any) -> None:
         from sessions_app.models import Message
@@ -222,6 +332,7 @@ class SessionImporter:
         carried = self._parent_texts(row)
         skipped_roles = 0
         batch: list[Message] = []
+        batch_chars = 0
         for m in self._message_rows(source_id):
             role = _text(m["role"])
             if role not in ROLES:
@@ -265,10 +376,11 @@ class SessionImporter:
                 cost_usd=_decimal(_col(m, "x_cost")),
             )
             batch.append(message)
-            if len(batch) >= _BATCH:
+            batch_chars += len(content) + len(message.reasoning) + len(message.context_block)
+            if len(batch) >= _BATCH or batch_chars >= _BATCH_CHARS:
                 Message.objects.bulk_create(batch)
                 self.report.messages_created += len(batch)
-                batch = []
+                batch, batch_chars = [], 0
         if batch:
             Message.objects.bulk_create(batch)
             self.report.messages_created += len(batch)
@@ -291,26 +403,42 @@ class SessionImporter:
         ).fetchone()
         if not ended or ended[0] != "compression":
             return set()
-        return {
-            (_text(r[0]), _text(r[1]))
-            for r in self.conn.execute(
-                "SELECT role, content FROM messages WHERE session_id = ?", (parent,)
-            )
-        }
+        sql = (
+            f"SELECT {_capped('role', 'role', SHORT_MAX)}, "  # noqa: S608 - constants
+            f"{_capped('content', 'content', text_max())} FROM messages WHERE session_id = ?"
+        )
+        # The carried copies were cut the same way, so they still compare equal. Flags are
+        # not counted here: the parent's own import reports its cuts.
+        texts = set()
+        for r in self.conn.execute(sql, (parent,)):
+            self.read += len(_text(r[0])) + len(_text(r[2]))
+            if self.read > self.budget:
+                raise ReadBudgetExceeded
+            texts.add((_text(r[0]), _text(r[2])))
+        return texts
 
 
-def profile_settings_import(user: AbstractBaseUser, conn: sqlite3.Connection) -> None:
+def profile_settings_import(
+    user: AbstractBaseUser, conn: sqlite3.Connection, report: HermesImportReport
+) -> None:
     """Settings from an export of this app (state.db side table); only filled in where the
     account has none yet, so an import never overwrites what the person set here."""
     from accounts.services import profile_get
 
     if not statedb.has_table(conn, "hermes_web_profile"):
         return
-    values = dict(conn.execute("SELECT key, value FROM hermes_web_profile").fetchall())
+    rows = conn.execute(
+        f"SELECT {_capped('key', 'key', SHORT_MAX)}, "  # noqa: S608 - constants
+        f"{_capped('value', 'value', text_max())} FROM hermes_web_profile LIMIT 100"
+    ).fetchall()
+    values = {row[0]: (row[2], row[3]) for row in rows}
     profile = profile_get(user=user)
     changed = []
-    if values.get("custom_instructions") and not profile.custom_instructions:
-        profile.custom_instructions = _text(values["custom_instructions"])
+    instructions, cut = values.get("custom_instructions", (None, 0))
+    if instructions and not profile.custom_instructions:
+        profile.custom_instructions = _text(instructions)
         changed.append("custom_instructions")
+        if cut:
+            report.cut(reported_cuts()["value"])
     if changed:
         profile.save(update_fields=changed)

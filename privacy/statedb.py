@@ -360,18 +360,63 @@ def parse_json(value: Any) -> Any:
 # --- reading ----------------------------------------------------------------------------
 
 
+#: The tables an import reads. Each must hold stored values only (see `refuse_computed`).
+READ_TABLES = ("sessions", "messages", "system_prompts", *SIDE_TABLES)
+#: The longest single value SQLite may hand over while importing: a stored value past it
+#: fails its conversation instead of filling the server's memory.
+READ_LIMIT_BYTES = 32 * 1024 * 1024
+
+
+class RefusedDatabase(Exception):
+    """A foreign state.db that could compute what the import reads (generated columns, or a
+    view or virtual table where a table belongs)."""
+
+
 def open_copy(path: Path, workdir: Path) -> sqlite3.Connection:
     """Open a copy of the state.db at `path` (with its -wal, so committed writes a running
     Hermes has not checkpointed yet are included) made in `workdir`; the original is never
-    opened, locked or written."""
+    opened, locked or written. The copy is opened read-only and immutable, so no trigger can
+    fire, and with SQLite's value length limit lowered to READ_LIMIT_BYTES."""
     target = workdir / "state.db"
     shutil.copyfile(path, target)
     wal = path.with_name(path.name + "-wal")
     if wal.exists():
         shutil.copyfile(wal, workdir / "state.db-wal")
-    conn = sqlite3.connect(target)
+        # Fold the WAL into the copy: an immutable connection does not read it. A checkpoint
+        # copies pages; it runs none of the database's SQL.
+        fold = sqlite3.connect(target)
+        try:
+            fold.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            fold.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            fold.close()
+    conn = sqlite3.connect(f"{target.as_uri()}?mode=ro&immutable=1", uri=True)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, READ_LIMIT_BYTES)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def refuse_computed(conn: sqlite3.Connection) -> None:
+    """Raise RefusedDatabase if reading a table of READ_TABLES could run an expression: a
+    generated column (`content AS (hex(zeroblob(1e9)))` turns a 600-byte file into
+    gigabytes), or a view or virtual table under one of those names. Triggers and views
+    elsewhere in the file are Hermes' own search machinery; reading never fires or uses them."""
+    for table in READ_TABLES:
+        row = conn.execute(
+            "SELECT type, sql FROM sqlite_master WHERE name = ? COLLATE NOCASE", (table,)
+        ).fetchone()
+        if row is None:
+            continue
+        kind, sql = row[0], (row[1] or "").lstrip().upper()
+        if kind != "table" or sql.startswith("CREATE VIRTUAL"):
+            what = "a virtual table" if kind == "table" else f"a {kind}"
+            raise RefusedDatabase(f"'{table}' is {what}, not a stored table")
+        # hidden: 0 stored, 1 virtual-table hidden column, 2 / 3 generated (virtual / stored).
+        for column in conn.execute(f'PRAGMA table_xinfo("{table}")'):  # noqa: S608 - constants
+            if column[6] in (2, 3):
+                raise RefusedDatabase(
+                    f"'{table}.{column[1]}' is a generated column (computed when read)"
+                )
 
 
 def has_table(conn: sqlite3.Connection, table: str) -> bool:
@@ -381,5 +426,6 @@ def has_table(conn: sqlite3.Connection, table: str) -> bool:
     return row is not None
 
 
-def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}  # noqa: S608
+def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    """Stored columns only (`table_info` leaves generated ones out), in table order."""
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]  # noqa: S608

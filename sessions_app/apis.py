@@ -35,12 +35,27 @@ from .search.service import (
 SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 10, 50
 
 
+# A day filter becomes a midnight in the site's time zone (and `until` the next one), then a
+# UTC timestamp: the first and last days of the calendar would overflow datetime on the way.
+FIRST_DAY, LAST_DAY = date.min + timedelta(days=1), date.max - timedelta(days=1)
+
+
+class DayField(serializers.DateField):
+    def to_internal_value(self, value: Any) -> date:
+        day = super().to_internal_value(value)
+        if not FIRST_DAY <= day <= LAST_DAY:
+            raise serializers.ValidationError(
+                f"Use a date between {FIRST_DAY.isoformat()} and {LAST_DAY.isoformat()}."
+            )
+        return day
+
+
 class SearchParamsSerializer(serializers.Serializer):
     # `q` is read raw: any text is a valid query (NUL bytes included) and gets sanitised.
     role = serializers.CharField(required=False, allow_blank=True, default="")
     limit = serializers.IntegerField(required=False, default=SEARCH_DEFAULT_LIMIT)
-    since = serializers.DateField(required=False, allow_null=True, default=None)
-    until = serializers.DateField(required=False, allow_null=True, default=None)
+    since = DayField(required=False, allow_null=True, default=None)
+    until = DayField(required=False, allow_null=True, default=None)
     summarise = serializers.BooleanField(required=False, default=False)
 
 
@@ -107,8 +122,16 @@ class SearchApi(APIView):
             OpenApiParameter("q", str, description='Words, OR, NOT, "phrases", prefix*.'),
             OpenApiParameter("role", str, description="user, assistant, tool (comma-separated)."),
             OpenApiParameter("limit", int, description="Conversations (default 10, max 50)."),
-            OpenApiParameter("since", str, description="YYYY-MM-DD, inclusive."),
-            OpenApiParameter("until", str, description="YYYY-MM-DD, inclusive."),
+            OpenApiParameter(
+                "since",
+                str,
+                description="YYYY-MM-DD, inclusive (0001-01-02 to 9999-12-30; else 400).",
+            ),
+            OpenApiParameter(
+                "until",
+                str,
+                description="YYYY-MM-DD, inclusive (0001-01-02 to 9999-12-30; else 400).",
+            ),
             OpenApiParameter("summarise", bool, description="Wait for focused summaries."),
         ],
         responses=inline_serializer(

@@ -169,6 +169,8 @@ def chat_list(request: HttpRequest) -> JsonResponse:
         offset = max(0, int(request.GET.get("offset", "0")))
     except ValueError:
         offset = 0
+    # Past any real list, and within the 64-bit OFFSET the database accepts.
+    offset = min(offset, 2**31)
     query = request.GET.get("q", "").strip()[:100]
     sessions, next_offset = sidebar_page(request.user, offset=offset, query=query)
     items = [

@@ -25,12 +25,16 @@ SEARCH_LIMIT = 20
 FILTER_FIELDS = ("q", "role", "since", "until")
 
 
+# The filters' labels on the page, so an error names the box the person typed in.
+_LABELS = {"role": "Role", "since": "From", "until": "To"}
+
+
 def _first_error(exc: ValidationError) -> str:
     detail = exc.detail
     if isinstance(detail, dict):
         field, errors = next(iter(detail.items()))
         message = errors[0] if isinstance(errors, list) and errors else errors
-        return f"{field}: {message}"
+        return f"{_LABELS.get(field, field)}: {message}"
     return str(detail)
 
 

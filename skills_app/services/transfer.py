@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.exceptions import ServiceError
+from core.zipfiles import zip_errors
 
 from .. import skillmd
 from ..models import Skill, SkillRevision
@@ -77,7 +78,7 @@ def _hidden(name: str) -> bool:
 
 def _read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     """At most `limit` bytes; None when the entry is bigger (whatever its header claims)."""
-    with zf.open(info) as handle:
+    with zip_errors(info.filename), zf.open(info) as handle:
         data = handle.read(limit + 1)
     return None if len(data) > limit else data
 
@@ -89,10 +90,8 @@ def skills_import_zip(*, user: AbstractBaseUser, upload: IO[bytes] | bytes) -> I
         raise ServiceError(
             "too_large", f"The zip is larger than {MAX_ZIP_BYTES // (1024 * 1024)} MiB."
         )
-    try:
+    with zip_errors():
         zf = zipfile.ZipFile(io.BytesIO(raw))
-    except (zipfile.BadZipFile, ValueError):
-        raise ServiceError("invalid_zip", "That file is not a zip archive.") from None
     report = ImportReport()
     with zf:
         entries = [i for i in zf.infolist() if not i.is_dir()]

@@ -21,6 +21,7 @@ from sessions_app.models import Message, Session
 from skills_app.models import Skill, SkillRevision
 from tests.factories import UserFactory
 from tests.privacy.conftest import login, seed
+from tests.support.zips import lying_zip, truncated_zip
 
 pytestmark = pytest.mark.django_db
 
@@ -304,3 +305,14 @@ def test_export_then_import_into_a_fresh_account_gives_equal_data(owner, export_
     with archive.open("rb") as upload:
         again = hermes_import_zip(user=fresh, upload=upload)
     assert not again.added_anything and snapshot(fresh) == theirs
+
+
+@pytest.mark.parametrize("damage", [lying_zip, truncated_zip])
+def test_upload_of_a_zip_with_lying_headers_is_refused_clearly(owner, damage):
+    upload = io.BytesIO(damage({".hermes/SOUL.md": "You are Hermes. " * 500}))
+    upload.name = "hermes.zip"
+    response = login(owner).post(reverse("account_import"), {"home": upload}, follow=True)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "The zip is damaged: &#x27;.hermes/SOUL.md&#x27; could not be read" in body
+    assert Profile.objects.get(user=owner).identity == ""

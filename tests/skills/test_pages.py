@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from skills_app import services
 from skills_app.models import Skill
+from tests.support.zips import lying_zip, truncated_zip
 
 from .conftest import login, skill_md
 
@@ -219,3 +220,14 @@ def test_a_refused_skill_shows_its_reason_once(owner):
         ).content.decode()
         assert page.count("prompt_injection") == 1, url
         assert page.count('class="errorlist nonfield"') == 1, url
+
+
+@pytest.mark.parametrize("damage", [lying_zip, truncated_zip])
+def test_a_zip_with_lying_headers_is_reported_per_skill_not_a_500(owner, damage):
+    data = damage({"skills/liar/SKILL.md": skill_md("liar", body="step " * 4000)})
+    page = upload(login(owner), data)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "The zip is damaged: &#x27;skills/liar/SKILL.md&#x27; could not be read" in html
+    assert "1 with errors" in html
+    assert not Skill.objects.filter(owner=owner).exists()
