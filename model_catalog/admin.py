@@ -19,7 +19,7 @@ from django.urls import path, reverse
 
 from core.exceptions import ServiceError
 
-from .crypto import KeyUnreadable, decrypt
+from .crypto import FALLBACK_WARNING, KeyUnreadable, decrypt, uses_fallback
 from .models import ModelEntry
 from .services import model_endpoint_list, model_entry_save
 
@@ -100,11 +100,14 @@ class ModelEntryAdmin(admin.ModelAdmin):
         return "set" if entry.api_key_encrypted else "—"
 
     def save_model(self, request: HttpRequest, obj: ModelEntry, form: Any, change: bool) -> None:
+        new_key = form.cleaned_data.get("api_key") or ""
         model_entry_save(
             entry=obj,
-            new_api_key=form.cleaned_data.get("api_key") or "",
+            new_api_key=new_key,
             clear_api_key=bool(form.cleaned_data.get("clear_api_key")),
         )
+        if new_key and uses_fallback():
+            self.message_user(request, FALLBACK_WARNING, level=messages.WARNING)
 
     def get_urls(self) -> list[Any]:
         view = self.admin_site.admin_view(self.endpoint_models_view)

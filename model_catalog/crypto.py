@@ -2,7 +2,7 @@
 
 ``HERMES_ENCRYPTION_KEY`` is any secret text; several, comma-separated, allow a rotation
 (the first encrypts, every one decrypts). Unset, the key is derived from ``SECRET_KEY``
-(a system check warns): changing SECRET_KEY then makes stored API keys unreadable, which
+(storing a key then logs a warning and the admin shows one): changing SECRET_KEY then makes stored API keys unreadable, which
 the admin reports on the entry ("enter the key again") and a chat reports as an error.
 """
 
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 _CONTEXT = b"hermes-web model api keys\x00"
 
@@ -26,6 +29,16 @@ def _fernet_key(secret: str) -> bytes:
     return base64.urlsafe_b64encode(hashlib.sha256(_CONTEXT + secret.encode("utf-8")).digest())
 
 
+FALLBACK_WARNING = (
+    "HERMES_ENCRYPTION_KEY is not set: API keys are encrypted with a key derived from "
+    "SECRET_KEY and become unreadable if SECRET_KEY changes. Set HERMES_ENCRYPTION_KEY."
+)
+
+
+def uses_fallback() -> bool:
+    return not str(settings.HERMES_ENCRYPTION_KEY or "").strip()
+
+
 def secrets_in_use() -> list[str]:
     configured = [s.strip() for s in str(settings.HERMES_ENCRYPTION_KEY or "").split(",")]
     return [s for s in configured if s] or [str(settings.SECRET_KEY)]
@@ -37,7 +50,11 @@ def _cipher() -> MultiFernet:
 
 def encrypt(plain: str) -> str:
     """The token stored for ``plain`` ("" stays "": no key)."""
-    return _cipher().encrypt(plain.encode("utf-8")).decode("ascii") if plain else ""
+    if not plain:
+        return ""
+    if uses_fallback():
+        logger.warning(FALLBACK_WARNING)
+    return _cipher().encrypt(plain.encode("utf-8")).decode("ascii")
 
 
 def decrypt(token: str) -> str:

@@ -25,7 +25,6 @@ from core.exceptions import ServiceError
 
 from . import services as session_services
 from .models import Message, SearchSummary, Session
-from .session_model import session_model_switch
 from .search.service import (
     ConversationHit,
     SearchResult,
@@ -35,6 +34,7 @@ from .search.service import (
     search_summaries_wait,
     search_summary_start,
 )
+from .session_model import session_model_switch
 
 # --- L2 search -------------------------------------------------------------------------
 
