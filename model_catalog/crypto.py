@@ -2,8 +2,9 @@
 
 ``HERMES_ENCRYPTION_KEY`` is any secret text; several, comma-separated, allow a rotation
 (the first encrypts, every one decrypts). Unset, the key is derived from ``SECRET_KEY``
-(storing a key then logs a warning and the admin shows one): changing SECRET_KEY then makes stored API keys unreadable, which
-the admin reports on the entry ("enter the key again") and a chat reports as an error.
+(storing a key then logs a warning and the admin shows one): changing SECRET_KEY then makes
+stored API keys unreadable, which the admin reports on the entry ("enter the key again")
+and a chat reports as an error.
 """
 
 from __future__ import annotations
