@@ -303,8 +303,10 @@
       }
       if (ev.kind === "compressed" && !ev.new_session) statusLine.textContent = ev.text;
       if (ev.kind === "model_switched") {
+        // The marker in the conversation says it; no toast on top.
         if (picker && ev.model) picker.value = ev.model.id;
         refreshThread();
+        return;
       }
       toast(ev.text, ev.kind);
     },

@@ -128,3 +128,16 @@ def test_cost_uses_the_entry_prices_over_the_environment(settings):
     env = env_choice()
     assert env.prices is None
     assert CallUsage.of("priced", usage).cost_usd == Decimal(100) + Decimal(50)
+
+
+def test_the_information_sheet_names_every_endpoint_without_credentials(settings):
+    from privacy.information import llm_recipient
+
+    settings.HERMES_MODEL, settings.OPENAI_BASE_URL = "env-model", "http://127.0.0.1:9/v1"
+    entry("remote", base_url="https://user:pw@llm.example.org/v1?token=t", key=KEY)
+    entry("off", base_url="https://hidden.example.org/v1", enabled=False)
+    recipient = llm_recipient()
+    assert recipient["endpoint"] == "http://127.0.0.1:9/v1"
+    assert recipient["other_endpoints"] == ["https://llm.example.org/v1"]
+    assert recipient["chat_model"] == "env-model"
+    assert KEY not in str(recipient) and "pw@" not in str(recipient)
