@@ -34,7 +34,7 @@ from .search.service import (
     search_summaries_wait,
     search_summary_start,
 )
-from .session_model import session_model_switch
+from .session_model import session_entry, session_model_switch
 
 # --- L2 search -------------------------------------------------------------------------
 
@@ -209,8 +209,7 @@ class SessionSerializer(serializers.ModelSerializer):
         )
     )
     def get_model_choice(self, session: Session) -> dict[str, str]:
-        config = session.model_config or {}
-        return {"id": str(config.get("entry") or ""), "name": str(config.get("entry_name") or "")}
+        return {"id": session_entry(session), "name": session_entry(session, "entry_name")}
 
     class Meta:
         model = Session

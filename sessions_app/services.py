@@ -24,7 +24,12 @@ from usage.services import session_counters
 from . import turn_claim
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
-from .session_model import check_model_choice, model_config_for, session_model_apply
+from .session_model import (
+    check_model_choice,
+    model_config_for,
+    session_entry,
+    session_model_apply,
+)
 
 TITLE_MAX = 100
 _INVISIBLE = re.compile(
@@ -149,7 +154,7 @@ def turn_begin(
                 "The agent is still answering in this conversation. Wait or press Stop.",
                 session=session.pk,
             )
-        if choice is not None and session.model_config.get("entry") != choice.ref:
+        if choice is not None and session_entry(session) != choice.ref:
             session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
         # An answer left "streaming" by a process that died is closed as interrupted.
         session.messages.filter(status=Message.Status.STREAMING).update(

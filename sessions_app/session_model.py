@@ -26,6 +26,12 @@ def model_config_for(choice: ModelChoice) -> dict[str, str]:
     return {"entry": choice.ref, "entry_name": choice.name}
 
 
+def session_entry(session: Session, key: str = "entry") -> str:
+    """``model_config[key]`` as text ("" when absent; imported configs may be any JSON)."""
+    config = session.model_config
+    return str(config.get(key) or "") if isinstance(config, dict) else ""
+
+
 def check_model_choice(ref: str) -> ModelChoice:
     """The enabled model ``ref`` names; ServiceError for unknown, disabled or deleted ones."""
     choice = choice_for(str(ref))
@@ -37,7 +43,7 @@ def check_model_choice(ref: str) -> ModelChoice:
 def session_model_choice(session: Session) -> ModelChoice | None:
     """The session's model; None when the one it used is gone (deleted or disabled).
     Sessions from before the catalog (no entry recorded) use the default model."""
-    ref = (session.model_config or {}).get("entry")
+    ref = session_entry(session)
     return choice_for(ref) if ref else default_choice()
 
 
@@ -91,7 +97,7 @@ def session_model_switch(*, user: AbstractBaseUser, session_id: str, ref: str) -
                 "turn_in_progress",
                 "The agent is still answering in this conversation. Wait or press Stop.",
             )
-        if (session.model_config or {}).get("entry") != choice.ref:
+        if session_entry(session) != choice.ref:
             session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
     return session
 
@@ -102,7 +108,7 @@ def session_model_for_turn(session: Session) -> tuple[ModelChoice, str]:
     choice = session_model_choice(session)
     if choice is not None:
         return choice, ""
-    gone = (session.model_config or {}).get("entry_name") or session.model or "its model"
+    gone = session_entry(session, "entry_name") or session.model or "its model"
     fallback = default_choice()
     text = f"Switched to {fallback.name}: {gone} is no longer available"
     session_model_apply(session=session, choice=fallback, text=text)

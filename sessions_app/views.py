@@ -21,6 +21,7 @@ from .agent.tools import tool_failed, tool_summary
 from .compression import summary_text
 from .lineage import compression_chain, compression_tip
 from .models import Message, Session
+from .session_model import session_entry
 
 
 @login_required
@@ -162,7 +163,7 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
             "max_chars": settings.HERMES_MAX_MESSAGE_CHARS,
             "temporary_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
             "models": picker_entries(),
-            "current_model": (session.model_config or {}).get("entry", "") if session else "",
+            "current_model": session_entry(session) if session else "",
         },
     )
 

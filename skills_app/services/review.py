@@ -27,10 +27,12 @@ from django.utils import timezone
 
 from core.queue import task_send
 from core.realtime import notice_to_user
+from model_catalog.selectors import ENV_REF
 from sessions_app.agent import llm
 from sessions_app.agent.offline_loop import OfflineLoopResult, run_offline_loop
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.models import Message, Session
+from sessions_app.session_model import session_entry
 
 from ..models import ReviewRun, SessionSkillState
 
@@ -267,8 +269,8 @@ def review_messages(*, session: Session, kind: str) -> list[dict[str, Any]]:
     # prompt reuses the provider's prompt cache. A different (summary) model, or a
     # conversation too long to replay cheaply, gets the recent tail and a digest instead.
     summary_model = llm.model_for("summary")
-    same_model = summary_model.ref == ((session.model_config or {}).get("entry") or "env") and (
-        summary_model.model_id == session.model
+    same_model = summary_model.model_id == session.model and summary_model.ref == (
+        session_entry(session) or ENV_REF
     )
     budget_chars = summary_model.context_length * 2
     if (same_model and size <= budget_chars) or len(conversation) <= RECENT_MESSAGES:
