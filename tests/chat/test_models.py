@@ -186,3 +186,13 @@ def test_people_see_enabled_names_only_and_exports_hold_no_key(
     with zipfile.ZipFile(io.BytesIO(target.read_bytes())) as archive:
         blob = b"".join(archive.read(name) for name in archive.namelist())
     assert KEY.encode() not in blob and row.api_key_encrypted.encode() not in blob
+
+
+def test_the_picker_shows_only_when_there_is_a_choice(owner, scripted, second):
+    client = Client()
+    client.force_login(owner)
+    assert 'id="model-picker"' not in client.get("/chat/").content.decode()
+    add_entry(second)
+    page = client.get("/chat/").content.decode()
+    assert 'id="model-picker"' in page and ">Second model</option>" in page
+    assert KEY not in page and second.base_url not in page
