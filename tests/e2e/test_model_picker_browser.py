@@ -21,7 +21,12 @@ def add_models(base_url: str) -> tuple[str, str]:
     return refs[0], refs[1]
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+SMALL_PHONE = {"width": 360, "height": 640}
+
+
+@pytest.mark.parametrize(
+    "viewport", [DESKTOP, PHONE, SMALL_PHONE], ids=["desktop", "phone", "small-phone"]
+)
 def test_pick_a_model_then_switch_and_see_the_marker(
     owner, live_server_url, llm_for_server, browser, viewport
 ):
@@ -33,6 +38,9 @@ def test_pick_a_model_then_switch_and_see_the_marker(
     box = picker.bounding_box()
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
     assert box["y"] + box["height"] <= viewport["height"]
+    send = page.locator("#send").bounding_box()
+    assert send and send["x"] + send["width"] <= viewport["width"]
+    assert send["y"] + send["height"] <= viewport["height"]
     options = page.locator("#model-picker option").all_inner_texts()
     assert options == ["scripted", "Second model", "Third model"]
     assert (
@@ -56,7 +64,7 @@ def test_pick_a_model_then_switch_and_see_the_marker(
     assert marker.inner_text() == "Switched to Third model"
     assert marker.is_visible()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    name = "desktop" if viewport is DESKTOP else "phone"
+    name = f"{viewport['width']}x{viewport['height']}"
     page.screenshot(path=str(SCREENSHOTS / f"model-picker-{name}.png"))
     page.reload()
     assert page.locator(".model-marker").inner_text() == "Switched to Third model"
