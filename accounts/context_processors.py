@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
+
+from model_catalog.selectors import any_configured
 
 from .models import Profile
 
@@ -61,7 +65,8 @@ def hermes(request: HttpRequest) -> dict[str, object]:
         # base.html puts it on <html data-theme>; "system" follows prefers-color-scheme.
         "theme": _theme(request) if authenticated else Profile.Theme.SYSTEM,
         "theme_choices": Profile.Theme.choices,
-        "llm_configured": bool(settings.HERMES_MODEL),
+        # A callable: only the pages with the no-model banner read the catalog, once.
+        "llm_configured": functools.cache(any_configured),
         "allow_signup": settings.HERMES_ALLOW_SIGNUP,
         "navigation": _navigation(request) if authenticated else [],
     }

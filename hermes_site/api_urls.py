@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("memory.api_urls")),
     path("", include("skills_app.api_urls")),
     path("", include("sessions_app.api_urls")),
+    path("", include("model_catalog.api_urls")),
 ]

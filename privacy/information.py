@@ -9,6 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from model_catalog.selectors import ModelChoice, default_choice, enabled_choices, summary_choice
+
 from . import registry
 
 
@@ -23,16 +25,24 @@ def _safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def llm_recipient() -> dict[str, Any]:
-    """Where conversation content is sent: the configured OpenAI-compatible endpoint."""
-    base = _safe_url(settings.OPENAI_BASE_URL)
-    if not base and settings.OPENAI_API_KEY:
+def _endpoint(choice: ModelChoice) -> str:
+    base = _safe_url(choice.base_url)
+    if not base and choice.configured:
         base = "https://api.openai.com/v1"
+    return base or "none configured"
+
+
+def llm_recipient() -> dict[str, Any]:
+    """Where conversation content is sent: the OpenAI-compatible endpoints of the models
+    people can pick (named without credentials), the default's first."""
+    default, summary = default_choice(), summary_choice()
+    others = sorted({_endpoint(c) for c in [*enabled_choices(), summary]} - {_endpoint(default)})
     return {
         "name": "Language model endpoint (OpenAI-compatible API)",
-        "endpoint": base or "none configured",
-        "chat_model": settings.HERMES_MODEL or "none configured",
-        "summary_model": settings.HERMES_SUMMARY_MODEL or settings.HERMES_MODEL or "",
+        "endpoint": _endpoint(default),
+        "other_endpoints": others,
+        "chat_model": default.model_id or "none configured",
+        "summary_model": summary.model_id,
         "receives": (
             "Each message you send with the conversation so far, the frozen system prompt "
             "(your custom instructions, agent identity, memory and skills index), recalled "

@@ -9,7 +9,12 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
@@ -29,6 +34,7 @@ from .search.service import (
     search_summaries_wait,
     search_summary_start,
 )
+from .session_model import session_entry, session_model_switch
 
 # --- L2 search -------------------------------------------------------------------------
 
@@ -217,6 +223,17 @@ class SearchSummaryDetailApi(APIView):
 
 
 class SessionSerializer(serializers.ModelSerializer):
+    # The picker's view of the model (catalog id and name; never its URL or key).
+    model_choice = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        inline_serializer(
+            "SessionModelChoice", {"id": serializers.CharField(), "name": serializers.CharField()}
+        )
+    )
+    def get_model_choice(self, session: Session) -> dict[str, str]:
+        return {"id": session_entry(session), "name": session_entry(session, "entry_name")}
+
     class Meta:
         model = Session
         fields = [
@@ -224,6 +241,7 @@ class SessionSerializer(serializers.ModelSerializer):
             "end_reason", "parent", "message_count", "tool_call_count", "api_call_count",
             "input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens",
             "estimated_cost_usd", "last_activity_at", "pinned", "archived", "temporary",
+            "model_choice",
         ]  # fmt: skip
         read_only_fields = [f for f in fields if f not in ("title", "pinned", "archived")]
 
@@ -243,6 +261,8 @@ class SessionUpdateSerializer(serializers.Serializer):
     title = serializers.CharField(required=False, max_length=200)
     pinned = serializers.BooleanField(required=False)
     archived = serializers.BooleanField(required=False)
+    # A model from GET /api/models/ ("id"): switches the conversation to it.
+    model = serializers.CharField(required=False, max_length=40)
 
 
 class SessionListApi(ListAPIView):
@@ -269,6 +289,8 @@ class SessionDetailApi(APIView):
         body = SessionUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         values = body.validated_data
+        if "model" in values:
+            session_model_switch(user=request.user, session_id=session_id, ref=values["model"])
         if "title" in values:
             session_services.session_rename(
                 user=request.user, session_id=session_id, title=values["title"]

@@ -35,6 +35,7 @@ from accounts.services import profile_get
 from core.queue import task_send
 from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
+from model_catalog.selectors import env_context_length
 from usage.cost import CallUsage
 from usage.services import session_bill
 
@@ -45,6 +46,7 @@ from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
 from .models import Message, Session
 from .selectors import api_messages
+from .session_model import session_model_choice
 
 logger = logging.getLogger(__name__)
 
@@ -82,17 +84,15 @@ SUMMARY_SECTIONS = (
 # --- thresholds ---------------------------------------------------------------------------
 
 
-def context_length(model: str) -> int:
-    """The model's window: the longest matching key of HERMES_CONTEXT_OVERRIDES wins."""
-    overrides: dict[str, int] = settings.HERMES_CONTEXT_OVERRIDES
-    matches = [key for key in overrides if key and key in (model or "")]
-    if matches:
-        return int(overrides[max(matches, key=len)])
-    return settings.HERMES_CONTEXT_LENGTH
+def context_length(session: Session) -> int:
+    """The window of the session's model (its catalog entry, or for the environment's model
+    HERMES_CONTEXT_LENGTH / the longest matching key of HERMES_CONTEXT_OVERRIDES)."""
+    choice = session_model_choice(session)
+    return choice.context_length if choice is not None else env_context_length(session.model)
 
 
-def threshold_tokens(model: str) -> int:
-    usable = context_length(model) - settings.HERMES_REPLY_MAX_TOKENS
+def threshold_tokens(session: Session) -> int:
+    usable = context_length(session) - settings.HERMES_REPLY_MAX_TOKENS
     return max(1000, int(usable * settings.HERMES_COMPRESSION_THRESHOLD))
 
 
@@ -128,7 +128,7 @@ def needs_compression(session: Session) -> bool:
         return False
     if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
         return False
-    return estimated_next_prompt(session) >= threshold_tokens(session.model)
+    return estimated_next_prompt(session) >= threshold_tokens(session)
 
 
 def compression_schedule(*, session_id: str) -> bool:
@@ -277,12 +277,14 @@ def summary_prompt(plan: Plan, *, provider_context: str) -> str:
     return "\n\n".join(parts)
 
 
-def _summarise(plan: Plan, *, provider_context: str) -> tuple[str, llm.Usage]:
+def _summarise(
+    plan: Plan, *, provider_context: str, entry: llm.ModelChoice
+) -> tuple[str, llm.Usage]:
     completed = async_to_sync(llm.complete)(
+        entry=entry,
         messages=[
             {"role": "user", "content": summary_prompt(plan, provider_context=provider_context)}
         ],
-        kind="summary",
         temperature=0.2,
     )
     text = (completed.text or "").strip()
@@ -292,7 +294,7 @@ def _summarise(plan: Plan, *, provider_context: str) -> tuple[str, llm.Usage]:
 
 
 def _flush_memory(
-    session: Session, conversation: list[dict[str, Any]]
+    session: Session, conversation: list[dict[str, Any]], *, entry: llm.ModelChoice
 ) -> tuple[list[str], llm.Usage]:
     """The pre-compression memory flush: what it saved, and what the call cost."""
     user_turns = sum(1 for m in conversation if m["role"] == "user")
@@ -306,7 +308,7 @@ def _flush_memory(
         ctx=ctx,
         allowed_tools={"memory"},
         max_iterations=4,
-        model_kind="summary",
+        entry=entry,
     )
     return [o.summary for o in result.tool_results if o.ok], result.usage
 
@@ -346,7 +348,7 @@ def session_compress(*, session_id: str) -> str | None:
     try:
         prompt = session.system_prompt.prompt if session.system_prompt else ""
         conversation = api_messages(session_id=session.pk, system_prompt=prompt)[1:]
-        tail_budget = int(threshold_tokens(session.model) * settings.HERMES_COMPRESSION_TAIL_RATIO)
+        tail_budget = int(threshold_tokens(session) * settings.HERMES_COMPRESSION_TAIL_RATIO)
         plan = plan_compression(conversation, tail_budget=tail_budget)
         if plan is None:  # too few messages between head and tail yet; try after next turn
             turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
@@ -360,8 +362,9 @@ def session_compress(*, session_id: str) -> str | None:
                 "text": "Compressing earlier messages…",
             },
         )
+        summary_model = llm.model_for("summary")
         saved, flush_usage = _flush_memory(
-            session, [{"role": "system", "content": prompt}, *conversation]
+            session, [{"role": "system", "content": prompt}, *conversation], entry=summary_model
         )
         manager = MemoryManager.for_user(session.owner)
         manager.initialize_all(
@@ -372,12 +375,15 @@ def session_compress(*, session_id: str) -> str | None:
             agent_context="flush",
         )
         provider_context = manager.on_pre_compress(conversation)
-        summary, usage = _summarise(plan, provider_context=provider_context)
+        summary, usage = _summarise(plan, provider_context=provider_context, entry=summary_model)
         # The flush and summary calls count toward the compressed conversation's usage.
-        model = llm.model_name("summary")
+        model, prices = summary_model.model_id, summary_model.prices
         session_bill(
             session_id=session.pk,
-            calls=[CallUsage.of(model, flush_usage), CallUsage.of(model, usage)],
+            calls=[
+                CallUsage.of(model, flush_usage, prices=prices),
+                CallUsage.of(model, usage, prices=prices),
+            ],
         )
     except llm.LLMError as exc:
         logger.warning("compression of %s failed: %s", session_id, exc.message)
@@ -393,7 +399,14 @@ def session_compress(*, session_id: str) -> str | None:
         logger.exception("compression of %s failed", session_id)
         _cooldown(session, "internal error")
         return None
-    child = _split(session, plan, summary, usage, provider_block=manager.system_prompt_block())
+    child = _split(
+        session,
+        plan,
+        summary,
+        usage,
+        provider_block=manager.system_prompt_block(),
+        usage_model=summary_model.model_id,
+    )
     manager.on_session_switch(child.pk, parent_session_id=session.pk)
     note = "Earlier messages were compressed; the conversation continues."
     if saved:
@@ -421,7 +434,13 @@ def _cooldown(session: Session, error: str) -> None:
 
 
 def _split(
-    session: Session, plan: Plan, summary: str, usage: llm.Usage, *, provider_block: str
+    session: Session,
+    plan: Plan,
+    summary: str,
+    usage: llm.Usage,
+    *,
+    provider_block: str,
+    usage_model: str,
 ) -> Session:
     summary_role = "user" if not plan.head or plan.head[-1]["role"] != "user" else "assistant"
     carried_head = repair_tool_pairs(plan.head)
@@ -453,7 +472,7 @@ def _split(
                 role=summary_role,
                 kind=Message.Kind.SUMMARY,
                 content=f"{SUMMARY_PREFIX}\n\n{summary}\n\n{SUMMARY_SUFFIX}",
-                model=llm.model_name("summary"),
+                model=usage_model,
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 status=Message.Status.COMPLETE if summary_role == "assistant" else "",

@@ -78,10 +78,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             )
 
     async def _start(
-        self, session_id: Any, text: Any, *, regenerate: bool, temporary: bool = False
+        self,
+        session_id: Any,
+        text: Any,
+        *,
+        regenerate: bool,
+        temporary: bool = False,
+        model: Any = None,
     ) -> None:
         if session_id is not None and not isinstance(session_id, str):
             raise ServiceError("bad_request", '"session" must be a conversation id or null.')
+        if model is not None and not isinstance(model, str):
+            raise ServiceError("bad_request", '"model" must be a model id from /api/models/.')
 
         async def waiting() -> None:
             await self.send_json(
@@ -99,6 +107,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             text=text,
             regenerate=regenerate,
             temporary=temporary,
+            model=model or None,
             on_wait=waiting,
         )
         # Join before the turn publishes anything, so this tab sees every event.
@@ -111,6 +120,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             content.get("text"),
             regenerate=False,
             temporary=content.get("temporary") is True,
+            model=content.get("model"),
         )
 
     async def _regenerate(self, content: dict[str, Any]) -> None:

@@ -131,6 +131,8 @@ class Message(models.Model):
         SUMMARY = "summary", "Compression summary"
         # A message copied from the parent into its continuation (shown only once).
         CARRIED = "carried", "Carried over from the previous part"
+        # A visible "Switched to <model>" line (role system: never sent to the model).
+        MODEL_SWITCH = "model_switch", "Model switch"
 
     class Status(models.TextChoices):
         STREAMING = "streaming", "Streaming"

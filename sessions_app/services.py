@@ -17,12 +17,19 @@ from django.utils import timezone
 
 from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
+from model_catalog.selectors import default_choice
 from usage.cost import CallUsage
 from usage.services import session_counters
 
 from . import turn_claim
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
+from .session_model import (
+    check_model_choice,
+    model_config_for,
+    session_entry,
+    session_model_apply,
+)
 
 TITLE_MAX = 100
 _INVISIBLE = re.compile(
@@ -100,26 +107,32 @@ def turn_begin(
     text: str | None,
     regenerate: bool = False,
     temporary: bool = False,
+    model: str | None = None,
 ) -> TurnStart:
     """Persist the user's message (before any model call) and claim the conversation
     (see turn_claim); the caller releases the claim with ``turn_claim.release`` when done.
 
         With `regenerate`, no new message: the last answer (and its tool calls) after the last
         user message is removed and answered again. `temporary` applies to a new conversation.
+        `model` (a catalog reference) picks the model of a new conversation, or switches an
+        existing one to it first (see session_model).
     """
     quota_check(user=user)
     if not regenerate:
         text = check_message_text(text)
+    choice = check_model_choice(model) if model else None
     with transaction.atomic():
         created = False
         if session_id is None:
             if regenerate:
                 raise NotFound("conversation")
+            choice = choice or default_choice()
             session = Session.objects.create(
                 owner=user,
                 title=_unique_title(user=user, base=_derived_title(text or "")),
                 title_source=Session.TitleSource.DERIVED,
-                model=settings.HERMES_MODEL,
+                model=choice.model_id,
+                model_config=model_config_for(choice),
                 temporary=temporary,
             )
             created = True
@@ -141,6 +154,8 @@ def turn_begin(
                 "The agent is still answering in this conversation. Wait or press Stop.",
                 session=session.pk,
             )
+        if choice is not None and session_entry(session) != choice.ref:
+            session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
         # An answer left "streaming" by a process that died is closed as interrupted.
         session.messages.filter(status=Message.Status.STREAMING).update(
             status=Message.Status.INTERRUPTED
@@ -162,7 +177,7 @@ def turn_begin(
             session=session,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
-            model=settings.HERMES_MODEL,
+            model=session.model,
             timestamp=now,
         )
         Session.objects.filter(pk=session.pk).update(
@@ -236,14 +251,14 @@ def assistant_finish(
     return message
 
 
-def assistant_continue(*, session_id: str) -> Message:
-    """A fresh streaming assistant message after a round of tool calls."""
+def assistant_continue(*, session_id: str, model: str) -> Message:
+    """A fresh streaming assistant message (of ``model``) after a round of tool calls."""
     with transaction.atomic():
         message = Message.objects.create(
             session_id=session_id,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
-            model=settings.HERMES_MODEL,
+            model=model,
         )
         Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
     return message

@@ -14,12 +14,14 @@ from django.views.decorators.http import require_GET, require_POST
 from core.exceptions import ServiceError
 from core.markdown import render_markdown
 from core.middleware import errors_back_to
+from model_catalog.apis import picker_entries
 
 from . import services
 from .agent.tools import tool_failed, tool_summary
 from .compression import summary_text
 from .lineage import compression_chain, compression_tip
 from .models import Message, Session
+from .session_model import session_entry
 
 
 @login_required
@@ -102,6 +104,9 @@ def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
     results = {m.tool_call_id: m for m in rows if m.role == Message.Role.TOOL}
     items: list[dict[str, Any]] = []
     for m in rows:
+        if m.kind == Message.Kind.MODEL_SWITCH:
+            items.append({"message": m, "model_switch": True, "chips": []})
+            continue
         if m.role == Message.Role.TOOL or m.role == Message.Role.SYSTEM:
             continue
         if m.kind == Message.Kind.SUMMARY:
@@ -157,6 +162,8 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
             "streaming": streaming,
             "max_chars": settings.HERMES_MAX_MESSAGE_CHARS,
             "temporary_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
+            "models": picker_entries(),
+            "current_model": session_entry(session) if session else "",
         },
     )
 

@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("core", "accounts", "sessions_app", "memory", "skills_app", "privacy", "usage")
+APPS = (
+    "core",
+    "accounts",
+    "model_catalog",
+    "sessions_app",
+    "memory",
+    "skills_app",
+    "privacy",
+    "usage",
+)
 PACKAGES = (*APPS, "hermes_site", "devtools", "bench", "tests")
 MAX_LINES = 520  # "about 500": past this a module becomes a package split by sub-domain
 
@@ -170,3 +179,15 @@ def test_no_app_imports_the_site_package() -> None:
 def test_no_module_is_over_about_500_lines(name: str) -> None:
     lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)} has {lines} lines"
+
+
+def test_the_model_catalog_sits_below_the_domain_apps() -> None:
+    # sessions_app, usage, search and compression use it; it uses core only.
+    offenders = [
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        if _app(name) == "model_catalog"
+        for target in targets
+        if _app(target) in APPS and _app(target) not in ("core", "model_catalog")
+    ]
+    assert offenders == []

@@ -1,4 +1,5 @@
-"""What a model call cost: token prices from ``HERMES_MODEL_PRICES`` and the per-call usage
+"""What a model call cost: token prices of the model's catalog entry (model_catalog), else
+from ``HERMES_MODEL_PRICES``, and the per-call usage
 record (:class:`CallUsage`) stored on assistant messages and added to session counters
 (usage.services)."""
 
@@ -31,15 +32,16 @@ class CallUsage:
     cost_usd: Decimal = Decimal(0)
 
     @classmethod
-    def of(cls, model: str, usage: Usage) -> CallUsage:
-        """The record for a call to ``model`` that reported ``usage``, priced."""
+    def of(cls, model: str, usage: Usage, *, prices: Mapping[str, Any] | None = None) -> CallUsage:
+        """The record for a call to ``model`` that reported ``usage``, priced with ``prices``
+        (the entry's, per million tokens) or else HERMES_MODEL_PRICES."""
         return cls(
             model=model,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cached_tokens=usage.cached_tokens,
             reasoning_tokens=usage.reasoning_tokens,
-            cost_usd=estimate_cost(model, usage),
+            cost_usd=estimate_cost(model, usage, prices=prices),
         )
 
 
@@ -66,13 +68,14 @@ def _price(entry: Mapping[str, Any], key: str) -> Decimal | None:
         return None
 
 
-def estimate_cost(model: str, usage: Usage) -> Decimal:
-    """USD cost of one call from HERMES_MODEL_PRICES (per 1M tokens); 0 for unknown models.
+def estimate_cost(model: str, usage: Usage, *, prices: Mapping[str, Any] | None = None) -> Decimal:
+    """USD cost of one call from ``prices`` (a catalog entry's ``input``, ``output``,
+    ``cached_input``), else HERMES_MODEL_PRICES (per 1M tokens); 0 for unknown models.
 
     Cached prompt tokens are billed at ``cached_input`` when that price is given, otherwise at
     ``input``. The result is exact (not rounded); round when storing.
     """
-    entry = _price_entry(model or "")
+    entry = prices if prices is not None else _price_entry(model or "")
     if not entry:
         return Decimal(0)
     input_price = _price(entry, "input") or Decimal(0)

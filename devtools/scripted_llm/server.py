@@ -65,6 +65,7 @@ class ScriptedLLM:
         self._connections: set[socket.socket] = set()
         self._handler_threads: set[threading.Thread] = set()
         self._requests: list[JSONDict] = []
+        self._bearers: list[str] = []
         self._usages: list[JSONDict] = []
         self._rules: list[Rule] = []
         self._queue: deque[_QueuedScript] = deque()
@@ -145,6 +146,12 @@ class ScriptedLLM:
             return list(self._requests)
 
     @property
+    def bearer_tokens(self) -> list[str]:
+        """The bearer token of each chat request in :attr:`requests` ("" for none)."""
+        with self._lock:
+            return list(self._bearers)
+
+    @property
     def usages(self) -> list[JSONDict]:
         """The usage objects reported for answered requests, oldest first."""
         with self._lock:
@@ -154,6 +161,7 @@ class ScriptedLLM:
         """Forget requests, rules, queue, faults and the prompt cache."""
         with self._lock:
             self._requests.clear()
+            self._bearers.clear()
             self._usages.clear()
             self._rules.clear()
             self._queue.clear()
@@ -212,9 +220,10 @@ class ScriptedLLM:
 
     # -- request processing (called from handler threads) -------------------------------------
 
-    def _record(self, body: JSONDict) -> None:
+    def _record(self, body: JSONDict, authorization: str = "") -> None:
         with self._lock:
             self._requests.append(body)
+            self._bearers.append(authorization.removeprefix("Bearer "))
 
     def _plan(self, body: JSONDict) -> _Plan:
         # Picks and consumes script state atomically so concurrent requests never share a "times".

@@ -158,8 +158,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         try:
             path = self.path.split("?", 1)[0].rstrip("/")
-            created = self.server.llm.created
-            if path in ("/v1/models", "/models"):
+            llm = self.server.llm
+            created = llm.created
+            auth = self.headers.get("Authorization", "")
+            if llm.require_api_key is not None and auth != f"Bearer {llm.require_api_key}":
+                self._send_error(401, "Incorrect API key provided.", "invalid_request_error")
+            elif path in ("/v1/models", "/models"):
                 data = [_model_object(model, created) for model in MODEL_IDS]
                 self._send_json(200, {"object": "list", "data": data})
             elif path.startswith(("/v1/models/", "/models/")):
@@ -210,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._send_error(400, "The request body is not valid JSON.", "invalid_request_error")
             return
-        llm._record(body)
+        llm._record(body, self.headers.get("Authorization", ""))
 
         if llm.require_api_key is not None:
             auth = self.headers.get("Authorization", "")

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "channels",
     "core",
     "accounts",
+    "model_catalog",
     "sessions_app",
     "memory",
     "skills_app",

@@ -18,6 +18,14 @@ HERMES_SUMMARY_MODEL = declare_str(
     help="Model for summaries and background work (empty: HERMES_MODEL).",
     default_doc="`HERMES_MODEL`",
 )
+HERMES_ENCRYPTION_KEY = declare_str(
+    "HERMES_ENCRYPTION_KEY",
+    "",
+    help="Secret that encrypts model API keys stored in the admin; several, comma-separated, "
+    "rotate (the first encrypts). Changing it without keeping the old one makes stored keys "
+    "unreadable until entered again.",
+    default_doc="derived from `SECRET_KEY` (a warning)",
+)
 HERMES_CONTEXT_LENGTH = declare_int(
     "HERMES_CONTEXT_LENGTH", 128000, min=1, help="The chat model's context window in tokens."
 )

@@ -230,7 +230,7 @@ def extract_session(*, user_id: int, session_id: str) -> Outcome:
         # No tools: the extractor can only answer with text.
         completed = async_to_sync(llm.complete)(
             messages=build_prompt(window, known),
-            kind="summary",
+            entry=llm.model_for("summary"),
             temperature=0,
             max_tokens=1200,
         )

@@ -78,10 +78,11 @@ async def run_offline_loop(
     ctx: ToolContext,
     allowed_tools: set[str],
     max_iterations: int = 16,
-    model_kind: llm.ModelKind = "summary",
+    entry: llm.ModelChoice,
     temperature: float | None = None,
 ) -> OfflineLoopResult:
-    """Run the model with tools until it answers without calling one (see module doc)."""
+    """Run the model ``entry`` (resolved by the sync caller, usually
+    ``llm.model_for("summary")``) with tools until it answers without calling one."""
     working = [dict(m) for m in messages]
     allowed = set(allowed_tools)
     schemas = registry.schemas(sorted(allowed))
@@ -92,7 +93,7 @@ async def run_offline_loop(
     while iterations < max(1, max_iterations):
         iterations += 1
         completed = await llm.complete(
-            messages=working, tools=schemas or None, kind=model_kind, temperature=temperature
+            messages=working, tools=schemas or None, entry=entry, temperature=temperature
         )
         usage += completed.usage
         if not completed.tool_calls:

@@ -16,6 +16,7 @@ from accounts.services import profile_get
 
 from ..models import Session
 from ..services import system_prompt_store
+from ..session_model import session_model_choice
 from .tools import registry
 
 MEMORY_GUIDANCE = (
@@ -62,7 +63,7 @@ def tool_names_for(*, session: Session, profile: Any) -> list[str]:
 
 def build_system_prompt(*, session: Session, provider_block: str) -> str:
     """Assemble the prompt: identity, tool guidance, provider block, custom instructions,
-    MEMORY and USER snapshots, skills index, date and platform."""
+    MEMORY and USER snapshots, skills index, date, platform and model."""
     from memory.services import memory_snapshot_freeze
     from skills_app.services import skills_index_freeze
 
@@ -87,7 +88,16 @@ def build_system_prompt(*, session: Session, provider_block: str) -> str:
         parts.append(skills)
     started = timezone.localtime(session.started_at)
     parts.append(f"Conversation started: {started:%A, %B %-d, %Y}.\n{PLATFORM_NOTE}")
+    parts.append(model_note(session))
     return "\n\n".join(parts)
+
+
+def model_note(session: Session) -> str:
+    """The model-dependent part: a switch freezes a new prompt with the new model's note."""
+    choice = session_model_choice(session)
+    if choice is None or not choice.model_id:
+        return "Model: unknown."
+    return f"Model: {choice.model_id} (context window: {choice.context_length:,} tokens)."
 
 
 def session_freeze_prompt(*, session: Session, provider_block: str) -> str:

@@ -33,6 +33,7 @@ from usage.cost import CallUsage
 from .. import selectors, services, turn_claim
 from ..compression import compression_schedule
 from ..models import Message
+from ..session_model import session_model_for_turn
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
@@ -69,6 +70,7 @@ async def begin_turn(
     text: str | None,
     regenerate: bool = False,
     temporary: bool = False,
+    model: str | None = None,
     on_wait: Callable[[], Awaitable[None]] | None = None,
 ) -> services.TurnStart:
     """Check and persist (the user's message first), claim the conversation. Raises
@@ -87,6 +89,7 @@ async def begin_turn(
                 text=text,
                 regenerate=regenerate,
                 temporary=temporary,
+                model=model,
             )
         except ServiceError as exc:
             if exc.code != "compressing" or time.monotonic() > deadline:
@@ -130,6 +133,8 @@ class _Setup:
     """What `_prepare` gathered for the model calls of a turn."""
 
     manager: MemoryManager
+    #: The conversation's model (endpoint, key, id, window, prices) for every call of the turn.
+    model: llm.ModelChoice
     memory_on: bool
     prompt: str
     tools: list[dict[str, Any]]
@@ -183,6 +188,9 @@ async def _prepare(turn: _Turn) -> _Setup:
     fence the recall onto the user's message and choose the tools on offer."""
     session, user = turn.start.session, turn.user
     await _announce(turn)
+    # A chat whose model was deleted or disabled falls back to the default here (with a
+    # "Switched to" marker), before the prompt is frozen for it.
+    model, _notice = await database_sync_to_async(session_model_for_turn)(session)
     profile = await database_sync_to_async(profile_get)(user=user)
     memory_on = uses_memory(session, profile)
     manager = MemoryManager.for_user(user)
@@ -205,7 +213,7 @@ async def _prepare(turn: _Turn) -> _Setup:
         origin="tool",
         providers=manager if memory_on else None,
     )
-    return _Setup(manager, memory_on, prompt, tools, frozenset(tool_names), ctx)
+    return _Setup(manager, model, memory_on, prompt, tools, frozenset(tool_names), ctx)
 
 
 async def _announce(turn: _Turn) -> None:
@@ -271,14 +279,16 @@ async def _loop(turn: _Turn, setup: _Setup) -> bool:
         messages = await database_sync_to_async(selectors.api_messages)(
             session_id=turn.session_id, system_prompt=setup.prompt
         )
-        result = await stream_call(messages, setup.tools, turn.events, turn.state)
+        result = await stream_call(
+            messages, setup.tools, turn.events, turn.state, entry=setup.model
+        )
         if not result.tool_calls:
-            await _finish_message(turn, result)
+            await _finish_message(turn, setup, result)
             await turn.events.emit(done_event(turn.state, result, "complete"))
             return True
         turn.tool_iterations += 1
         await _run_tools(turn, setup, result)
-        turn.state = StreamState(await _next_message(turn))
+        turn.state = StreamState(await _next_message(turn, setup))
         if turn.tool_iterations >= settings.HERMES_MAX_TOOL_ITERATIONS:
             await _stop_after_tools(turn)
             return False
@@ -288,7 +298,7 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
     """Save the assistant message that asked for the calls, then run each call in order,
     saving its result as a tool message and telling the tabs."""
     events, ctx = turn.events, setup.ctx
-    await _finish_message(turn, result, default_reason="tool_calls")
+    await _finish_message(turn, setup, result, default_reason="tool_calls")
     ctx.message_id = turn.state.message_id
     for call in result.tool_calls:
         await events.emit(
@@ -342,20 +352,24 @@ async def _stop_after_tools(turn: _Turn) -> None:
     await turn.events.emit(done_event(state, None, "complete"))
 
 
-async def _next_message(turn: _Turn) -> int:
-    message = await database_sync_to_async(services.assistant_continue)(session_id=turn.session_id)
+async def _next_message(turn: _Turn, setup: _Setup) -> int:
+    message = await database_sync_to_async(services.assistant_continue)(
+        session_id=turn.session_id, model=setup.model.model_id
+    )
     return message.id
 
 
 async def _finish_message(
-    turn: _Turn, result: llm.Completed, *, default_reason: str = "stop"
+    turn: _Turn, setup: _Setup, result: llm.Completed, *, default_reason: str = "stop"
 ) -> None:
     """Close the streamed message with the call's usage (and its tool calls, if any)."""
     await database_sync_to_async(services.assistant_finish)(
         message_id=turn.state.message_id,
         content=turn.state.text,
         status="complete",
-        usage=CallUsage.of(result.model or settings.HERMES_MODEL, result.usage),
+        usage=CallUsage.of(
+            result.model or setup.model.model_id, result.usage, prices=setup.model.prices
+        ),
         finish_reason=result.finish_reason or default_reason,
         tool_calls=[call.to_message() for call in result.tool_calls] or None,
         reasoning=result.reasoning,

@@ -70,12 +70,18 @@ async def stream_call(
     tools: list[dict[str, Any]],
     events: TurnEvents,
     state: StreamState,
+    *,
+    entry: llm.ModelChoice,
 ) -> llm.Completed:
-    """One streamed model call into ``state``; raises LLMError (the text so far is kept)."""
+    """One streamed model call to ``entry`` into ``state``; raises LLMError (the text so far
+    is kept)."""
     scrubber = StreamingContextScrubber()
     completed: llm.Completed | None = None
     stream = llm.stream_chat(
-        messages=messages, tools=tools or None, max_tokens=settings.HERMES_REPLY_MAX_TOKENS
+        messages=messages,
+        tools=tools or None,
+        max_tokens=settings.HERMES_REPLY_MAX_TOKENS,
+        entry=entry,
     )
     try:
         async with contextlib.aclosing(stream):

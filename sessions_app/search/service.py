@@ -252,7 +252,7 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
     if not summaries_available():
         raise ServiceError(
             "llm_unavailable",
-            "Summaries need a model: set HERMES_MODEL (see the README).",
+            "Summaries need a model: add one in the admin or set HERMES_MODEL (see the README).",
             status=503,
         )
     session = Session.objects.filter(id=session_id, owner=owner).first()

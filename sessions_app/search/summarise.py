@@ -171,7 +171,7 @@ def summary_run(*, summary_id: int) -> str:
         # No transaction is open here: the model call can take a while.
         result = async_to_sync(llm.complete)(
             messages=messages,
-            kind="summary",
+            entry=llm.model_for("summary"),
             temperature=0.1,
             max_tokens=settings.HERMES_SEARCH_SUMMARY_MAX_TOKENS,
         )

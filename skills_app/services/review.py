@@ -27,10 +27,12 @@ from django.utils import timezone
 
 from core.queue import task_send
 from core.realtime import notice_to_user
+from model_catalog.selectors import ENV_REF
 from sessions_app.agent import llm
 from sessions_app.agent.offline_loop import OfflineLoopResult, run_offline_loop
 from sessions_app.agent.tools import ToolContext, registry
 from sessions_app.models import Message, Session
+from sessions_app.session_model import session_entry
 
 from ..models import ReviewRun, SessionSkillState
 
@@ -266,8 +268,11 @@ def review_messages(*, session: Session, kind: str) -> list[dict[str, Any]]:
     # Same model as the chat: replaying the whole conversation after the cached system
     # prompt reuses the provider's prompt cache. A different (summary) model, or a
     # conversation too long to replay cheaply, gets the recent tail and a digest instead.
-    same_model = llm.model_name("summary") == llm.model_name("chat")
-    budget_chars = settings.HERMES_CONTEXT_LENGTH * 2
+    summary_model = llm.model_for("summary")
+    same_model = summary_model.model_id == session.model and summary_model.ref == (
+        session_entry(session) or ENV_REF
+    )
+    budget_chars = summary_model.context_length * 2
     if (same_model and size <= budget_chars) or len(conversation) <= RECENT_MESSAGES:
         history = _balance(conversation)
     else:
@@ -359,6 +364,7 @@ def review_run_execute(*, run_id: int) -> str:
         allowed.discard("memory")
     messages = review_messages(session=run.session, kind=run.kind)
     ctx = ToolContext(user=owner, session_id=run.session_id, origin="review")
+    summary_model = llm.model_for("summary")
 
     async def bounded() -> OfflineLoopResult:
         # Our own deadline: Celery's time limits are not enforced by every pool (solo).
@@ -368,7 +374,7 @@ def review_run_execute(*, run_id: int) -> str:
                 ctx=ctx,
                 allowed_tools=allowed,
                 max_iterations=settings.HERMES_REVIEW_MAX_ITERATIONS,
-                model_kind="summary",
+                entry=summary_model,
             ),
             timeout=settings.HERMES_REVIEW_TIME_LIMIT,
         )

@@ -14,6 +14,7 @@
   const regenBtn = document.getElementById("regenerate");
   const statusLine = document.getElementById("status-line");
   const toasts = document.getElementById("toasts");
+  const picker = document.getElementById("model-picker");
   const convList = document.getElementById("conv-list");
   const limitNote = document.getElementById("composer-limit");
   const chatUrl = root.dataset.chatUrl;
@@ -61,6 +62,33 @@
     if (cls) node.className = cls;
     if (text !== undefined) node.textContent = text;
     return node;
+  }
+
+  // In a chat, picking another model switches it (PATCH); the server's model_switched
+  // notice then shows the "Switched to" marker in every tab. A new chat sends it with the
+  // first message.
+  if (picker) {
+    let chosen = picker.value;
+    picker.addEventListener("change", function () {
+      if (!sessionId) { chosen = picker.value; return; }
+      const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+      fetch("/api/sessions/" + encodeURIComponent(sessionId) + "/", {
+        method: "PATCH",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "application/json",
+                   "X-CSRFToken": token ? token.value : "" },
+        body: JSON.stringify({ model: picker.value }),
+      }).then(function (response) {
+        if (response.ok) { chosen = picker.value; return null; }
+        return response.json().then(function (body) {
+          picker.value = chosen;
+          toast((body.error && body.error.message) || "Could not switch the model.", "error");
+        });
+      }).catch(function () {
+        picker.value = chosen;
+        toast("Could not switch the model.", "error");
+      });
+    });
   }
 
   function toast(text, kind) {
@@ -274,6 +302,12 @@
         switchTo(ev.new_session);
       }
       if (ev.kind === "compressed" && !ev.new_session) statusLine.textContent = ev.text;
+      if (ev.kind === "model_switched") {
+        // The marker in the conversation says it; no toast on top.
+        if (picker && ev.model) picker.value = ev.model.id;
+        refreshThread();
+        return;
+      }
       toast(ev.text, ev.kind);
     },
     "assistant.done": function (ev) {
@@ -357,6 +391,7 @@
     const temporary = document.getElementById("temporary");
     const message = { type: "chat.send", session: sessionId, text: text };
     if (!sessionId && temporary && temporary.checked) message.temporary = true;
+    if (!sessionId && picker) message.model = picker.value;
     send(message);
   });
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from devtools.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
+from model_catalog.selectors import env_choice
 from sessions_app.agent import llm
 from sessions_app.agent.llm import (
     Completed,
@@ -73,7 +74,7 @@ def complete(**kwargs: Any) -> Completed:
 # -- configuration ---------------------------------------------------------------------------
 
 
-def test_configuration_helpers(scripted: ScriptedLLM, settings: Any) -> None:
+def test_configuration_helpers(scripted: ScriptedLLM, settings: Any, db: None) -> None:
     assert llm.is_configured()
     assert llm.model_name() == "scripted"
     assert llm.model_name("summary") == "scripted"
@@ -398,8 +399,14 @@ def test_max_tokens_parameter_name_for_openai_itself(scripted: ScriptedLLM, sett
     # No base URL means api.openai.com, which wants max_completion_tokens. Build the request
     # kwargs directly: nothing is sent to the real API.
     settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = "sk-test"
     kwargs = llm_client._request_kwargs(
-        model="gpt-x", messages=[USER], tools=None, temperature=None, max_tokens=50
+        entry=env_choice("chat"),
+        model="gpt-x",
+        messages=[USER],
+        tools=None,
+        temperature=None,
+        max_tokens=50,
     )
     assert kwargs["max_completion_tokens"] == 50 and "max_tokens" not in kwargs
 

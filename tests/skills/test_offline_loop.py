@@ -10,6 +10,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from devtools.scripted_llm import Fault
+from sessions_app.agent import llm
 from sessions_app.agent.llm import LLMError
 from sessions_app.agent.offline_loop import run_offline_loop
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, registry
@@ -46,6 +47,7 @@ def probe_tool() -> Iterator[str]:
 
 
 def run(**kwargs):
+    kwargs.setdefault("entry", llm.model_for("summary"))
     return async_to_sync(run_offline_loop)(**kwargs)
 
 

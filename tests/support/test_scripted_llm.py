@@ -315,6 +315,23 @@ def test_required_api_key(llm: ScriptedLLM) -> None:
         llm.require_api_key = None
 
 
+def test_models_listing_checks_the_key_and_chat_requests_record_their_bearer(
+    llm: ScriptedLLM,
+) -> None:
+    llm.require_api_key = "sk-right-key-000"
+    try:
+        with openai.OpenAI(base_url=llm.base_url, api_key="sk-wrong-key-123", max_retries=0) as c:
+            with pytest.raises(openai.AuthenticationError):
+                c.models.list()
+        with openai.OpenAI(base_url=llm.base_url, api_key="sk-right-key-000", max_retries=0) as c:
+            assert "scripted" in [m.id for m in c.models.list()]
+            c.chat.completions.create(model="scripted", messages=USER)
+        assert llm.bearer_tokens[-1] == "sk-right-key-000"
+        assert len(llm.bearer_tokens) == len(llm.requests)
+    finally:
+        llm.require_api_key = None
+
+
 def test_cut_stream_raises_remote_protocol_error(llm: ScriptedLLM) -> None:
     llm.set_fault(cut_after=3, times=1)
     body = {"model": "scripted", "messages": USER, "stream": True}

@@ -16,7 +16,7 @@ events, a :class:`Completed` result and a single :class:`LLMError` whose ``code`
 from __future__ import annotations
 
 from .client import build_client, complete, stream_chat
-from .config import is_configured, model_name
+from .config import ModelChoice, is_configured, model_for, model_name
 from .errors import ErrorCode, LLMError
 from .types import (
     Completed,
@@ -32,6 +32,7 @@ __all__ = [
     "Completed",
     "ErrorCode",
     "LLMError",
+    "ModelChoice",
     "ModelKind",
     "ReasoningDelta",
     "StreamEvent",
@@ -41,6 +42,7 @@ __all__ = [
     "build_client",
     "complete",
     "is_configured",
+    "model_for",
     "model_name",
     "stream_chat",
 ]

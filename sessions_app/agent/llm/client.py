@@ -6,8 +6,8 @@ Each call uses a fresh client that is closed afterwards, unless the caller passe
 async client would be bound to whichever event loop first used it, which breaks under
 ``asyncio.run``/``async_to_sync`` (a new loop per call) as used by workers and tests.
 
-Settings read: those of :mod:`.config`, and ``HERMES_LLM_CONNECT_TIMEOUT``,
-``HERMES_LLM_READ_TIMEOUT``, ``HERMES_LLM_MAX_RETRIES``.
+The entry (endpoint, key, model id) comes from the caller (see :mod:`.config`). Settings
+read: ``HERMES_LLM_CONNECT_TIMEOUT``, ``HERMES_LLM_READ_TIMEOUT``, ``HERMES_LLM_MAX_RETRIES``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.conf import settings
 from openai import AsyncOpenAI
 
 from .assembly import ToolCallAccumulator, fallback_call_id, reasoning_of, usage_from
-from .config import api_key, base_url, endpoint_configured, model_name
+from .config import ModelChoice, call_entry
 from .errors import CALL_ERRORS, ErrorCode, LLMError, map_error, not_configured
 from .types import (
     Completed,
@@ -46,16 +46,18 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def build_client() -> AsyncOpenAI:
-    """A new AsyncOpenAI client from settings; the caller owns it (``async with`` or close())."""
+def build_client(entry: ModelChoice | None = None) -> AsyncOpenAI:
+    """A new AsyncOpenAI client for ``entry`` (default: the environment's); the caller owns it
+    (``async with`` or close())."""
+    entry = call_entry(entry, "chat")
     connect = float(settings.HERMES_LLM_CONNECT_TIMEOUT)
     read = float(settings.HERMES_LLM_READ_TIMEOUT)
     # openai.Timeout is the SDK's own transport type (httpx2 in openai>=3), so nothing is converted.
     # "read" bounds the gap between bytes, i.e. a silent model, not the length of a whole answer.
     timeout = openai.Timeout(read, connect=connect, write=read, pool=connect)
     return AsyncOpenAI(
-        base_url=base_url() or None,
-        api_key=api_key() or _PLACEHOLDER_KEY,
+        base_url=entry.base_url or None,
+        api_key=entry.api_key or _PLACEHOLDER_KEY,
         timeout=timeout,
         http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=timeout),
         # The SDK retries 408/409/429/5xx and connection errors itself, honouring Retry-After.
@@ -65,17 +67,19 @@ def build_client() -> AsyncOpenAI:
 
 def _request_kwargs(
     *,
+    entry: ModelChoice,
     model: str | None,
     messages: Sequence[Message],
     tools: Sequence[Mapping[str, Any]] | None,
     temperature: float | None,
     max_tokens: int | None,
-    kind: ModelKind = "chat",
 ) -> dict[str, Any]:
-    """The request for `model` (default: the configured model of `kind`); raises when no
-    model or endpoint is configured."""
-    resolved = (model or "").strip() or model_name(kind)
-    if not resolved or not endpoint_configured():
+    """The request for `model` (default: the entry's model id); raises when no model or
+    endpoint is configured, or the entry's stored key cannot be decrypted."""
+    if entry.key_error:
+        raise LLMError(ErrorCode.AUTH_FAILED, f"{entry.name}: {entry.key_error}")
+    resolved = (model or "").strip() or entry.model_id
+    if not resolved or not entry.configured:
         raise not_configured()
     kwargs: dict[str, Any] = {"model": resolved, "messages": [dict(m) for m in messages]}
     if tools:
@@ -85,7 +89,7 @@ def _request_kwargs(
     if max_tokens is not None:
         # api.openai.com rejects max_tokens for reasoning models; many local servers only know
         # max_tokens. No base URL means OpenAI itself, so use its current name there.
-        name = "max_tokens" if base_url() else "max_completion_tokens"
+        name = "max_tokens" if entry.base_url else "max_completion_tokens"
         kwargs[name] = max_tokens
     return kwargs
 
@@ -98,6 +102,7 @@ async def stream_chat(
     temperature: float | None = None,
     max_tokens: int | None = None,
     client: AsyncOpenAI | None = None,
+    entry: ModelChoice | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Stream a chat completion: Text/Reasoning deltas, then exactly one :class:`Completed`.
 
@@ -105,16 +110,17 @@ async def stream_chat(
     early, ``await stream.aclose()`` (or use ``contextlib.aclosing``): that releases the
     connection at once instead of whenever the generator is garbage-collected.
     """
+    entry = call_entry(entry, "chat")
     kwargs = _request_kwargs(
+        entry=entry,
         model=model,
-        kind="chat",
         messages=messages,
         tools=tools,
         temperature=temperature,
         max_tokens=max_tokens,
     )
     owned = client is None
-    api = client if client is not None else build_client()
+    api = client if client is not None else build_client(entry)
     text_parts: list[str] = []
     reasoning_parts: list[str] = []
     calls = ToolCallAccumulator()
@@ -184,21 +190,23 @@ async def complete(
     max_tokens: int | None = None,
     client: AsyncOpenAI | None = None,
     kind: ModelKind = "summary",
+    entry: ModelChoice | None = None,
 ) -> Completed:
-    """A non-streaming completion (summaries, memory flush, extraction).
-
-    Uses the summary model unless ``model`` is given; pass ``kind="chat"`` for the chat model.
+    """A non-streaming completion (summaries, memory flush, extraction) with ``entry``
+    (callers pass ``config.model_for("summary")``); without one, the environment's model of
+    ``kind``. ``model`` overrides the entry's model id.
     """
+    entry = call_entry(entry, kind)
     kwargs = _request_kwargs(
+        entry=entry,
         model=model,
-        kind=kind,
         messages=messages,
         tools=tools,
         temperature=temperature,
         max_tokens=max_tokens,
     )
     owned = client is None
-    api = client if client is not None else build_client()
+    api = client if client is not None else build_client(entry)
     try:
         try:
             response = await api.chat.completions.create(**kwargs)

@@ -1,44 +1,44 @@
-"""Which model and endpoint to use, read from settings on every call (tests and the admin
-change them at run time).
+"""Which model and endpoint a call uses: a :class:`model_catalog.selectors.ModelChoice`.
 
-Settings read: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``HERMES_MODEL``,
-``HERMES_SUMMARY_MODEL``.
+Callers resolve the entry in sync code (the session's model for a turn, the summary model
+for background work: :func:`model_for`) and pass it to ``stream_chat``/``complete``; a call
+without one uses the environment's entry (settings only, no database: safe in async code).
+
+Settings read (through the catalog): ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+``HERMES_MODEL``, ``HERMES_SUMMARY_MODEL``, ``HERMES_CONTEXT_LENGTH``.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
+from model_catalog.selectors import (
+    ModelChoice,
+    any_configured,
+    default_choice,
+    env_choice,
+    summary_choice,
+)
 
 from .types import ModelKind
 
 
-def setting_str(name: str) -> str:
-    """A string setting, stripped; "" when unset (env files often carry stray spaces)."""
-    return str(getattr(settings, name) or "").strip()
-
-
-def base_url() -> str:
-    return setting_str("OPENAI_BASE_URL")
-
-
-def api_key() -> str:
-    return setting_str("OPENAI_API_KEY")
-
-
-def model_name(kind: ModelKind = "chat") -> str:
-    """The configured model id for chat turns or summaries ("" when not configured)."""
+def model_for(kind: ModelKind = "chat") -> ModelChoice:
+    """The default chat model or the summary model (reads the catalog: sync code only)."""
     if kind == "chat":
-        return setting_str("HERMES_MODEL")
+        return default_choice()
     if kind == "summary":
-        return setting_str("HERMES_SUMMARY_MODEL") or setting_str("HERMES_MODEL")
+        return summary_choice()
     raise ValueError(f"Unknown model kind {kind!r}; expected 'chat' or 'summary'.")
 
 
-def endpoint_configured() -> bool:
-    # An empty base URL means api.openai.com, which is only usable with a real key.
-    return bool(base_url() or api_key())
+def model_name(kind: ModelKind = "chat") -> str:
+    """The model id for chat turns or summaries ("" when not configured)."""
+    return model_for(kind).model_id
+
+
+def call_entry(entry: ModelChoice | None, kind: ModelKind) -> ModelChoice:
+    return entry if entry is not None else env_choice(kind)
 
 
 def is_configured() -> bool:
     """True when a model is named and there is somewhere to send requests."""
-    return bool(model_name("chat")) and endpoint_configured()
+    return any_configured()

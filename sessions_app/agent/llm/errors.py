@@ -12,6 +12,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -20,8 +21,6 @@ import httpx
 import openai
 from django.conf import settings
 from openai import AsyncOpenAI
-
-from .config import api_key
 
 try:  # openai>=3 runs on httpx2; older SDKs on httpx. Catch raw errors from both.
     import httpx2
@@ -43,6 +42,8 @@ _CONTEXT_RE = re.compile(
     r"|prompt is too long|exceed_context_size|reduce the length",
     re.IGNORECASE,
 )
+# The key of the client whose error is being mapped (each model entry has its own).
+_CALL_KEY: ContextVar[str] = ContextVar("llm_call_key", default="")
 _SECRET_RE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{4,}")
 
 
@@ -121,7 +122,11 @@ def map_error(
     exc: BaseException, *, api: AsyncOpenAI, mid_stream: bool = False, partial_text: str = ""
 ) -> LLMError:
     """The :class:`LLMError` for one of :data:`CALL_ERRORS` raised while talking to ``api``."""
-    error = _classify(exc, api=api, mid_stream=mid_stream)
+    reset = _CALL_KEY.set(str(api.api_key or ""))
+    try:
+        error = _classify(exc, api=api, mid_stream=mid_stream)
+    finally:
+        _CALL_KEY.reset(reset)
     error.partial_text = partial_text
     logger.warning(
         "LLM call failed: %s (status=%s, mid_stream=%s, partial_chars=%d)",
@@ -134,7 +139,7 @@ def map_error(
 
 
 def _redact(text: str) -> str:
-    key = api_key()
+    key = _CALL_KEY.get()
     if len(key) >= 4:
         text = text.replace(key, "***")
     # Providers echo a masked key ("sk-abc***xyz") on 401s; even that stays out of our messages.
