@@ -21,6 +21,10 @@ UPDATE sessions_app_message SET parent_id = (
 
 DROP_OTHER_BRANCHES = "DELETE FROM sessions_app_message WHERE NOT active"
 
+# PostgreSQL checks the new foreign key at commit; the schema change after the data change
+# (this migration's next one forwards, the field removal backwards) needs it checked now.
+CHECK_NOW = "SET CONSTRAINTS ALL IMMEDIATE"
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -51,6 +55,8 @@ class Migration(migrations.Migration):
             model_name="message",
             index=models.Index(fields=["session", "active", "id"], name="message_session_path_idx"),
         ),
+        VendorRunSQL("postgresql", migrations.RunSQL.noop, CHECK_NOW),
         migrations.RunSQL(LINK_LINEAR, reverse_sql=DROP_OTHER_BRANCHES),
+        VendorRunSQL("postgresql", CHECK_NOW, migrations.RunSQL.noop),
         VendorRunSQL("sqlite", SQLITE_FORWARD, SQLITE_REVERSE),
     ]
