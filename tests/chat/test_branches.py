@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from sessions_app import turn_claim
+from sessions_app.compression import session_compress
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
 from tests.factories import conversation_with
@@ -282,3 +283,41 @@ def test_messages_api_gives_the_path_by_default_and_every_branch_on_request(owne
     assert rows[old.pk]["active"] is False and rows[old.pk]["parent"] == user.pk
     assert client.post(f"{base}{old.pk}/select/").json() == {"path": [old.pk]}
     assert ids(client.get(base)) == [user.pk, old.pk]
+
+
+def test_compression_summarises_and_carries_only_the_selected_path(owner, scripted, settings):
+    settings.HERMES_CONTEXT_LENGTH = 2400
+    settings.HERMES_REPLY_MAX_TOKENS = 200
+    long = " ".join(["the deploy script copies artifacts to staging"] * 12)
+    scripted.add_rule(lambda b: b["messages"][-1]["role"] == "tool", reply="Saved.")
+    scripted.add_rule("[Memory flush before compaction]", reply="Nothing to save.")
+    scripted.add_rule("You are a summarisation agent", reply="## Goal\nShip it.")
+    session = conversation_with(owner, *[f"Turn {i} {long}" for i in range(8)])
+    # Abandoned branches early on: an edit of the third message and an earlier answer.
+    third = session.messages.get(content__startswith="Turn 2 ")
+    edited = Message.objects.create(
+        session=session,
+        role="user",
+        content=f"Turn 2 EDITED {long}",
+        parent_id=third.parent_id,
+        active=False,
+    )
+    Message.objects.create(
+        session=session,
+        role="assistant",
+        status="complete",
+        content="ABANDONED answer",
+        parent=third,
+        active=False,
+    )
+    assert edited.pk and "EDITED" not in json.dumps(path_of(session.pk))
+
+    child = session_compress(session_id=session.pk)
+    assert child is not None
+    sent = json.dumps([r["messages"] for r in scripted.requests])
+    assert "EDITED" not in sent and "ABANDONED" not in sent
+    carried = list(Message.objects.filter(session_id=child).order_by("id"))
+    assert not any("EDITED" in m.content for m in carried)
+    # The continuation is one path: each message follows the one before it.
+    assert [m.parent_id for m in carried] == [None, *[m.pk for m in carried[:-1]]]
+    assert all(m.active for m in carried)
