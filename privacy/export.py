@@ -163,7 +163,7 @@ _SESSION_SQL = """INSERT INTO sessions (id, source, model, model_config, system_
 _MESSAGE_SQL = """INSERT INTO messages (id, session_id, role, content, tool_call_id,
     tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning,
     _compressed_summary, active, compacted)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0)"""
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"""
 
 _SESSION_EXTRA_SQL = "INSERT INTO hermes_web_sessions (id, temporary) VALUES (?, ?)"
 _MESSAGE_EXTRA_SQL = """INSERT INTO hermes_web_messages (id, kind, status, context_block,
@@ -190,6 +190,9 @@ def _message_row(m: Any) -> tuple[Any, ...]:
         m.finish_reason or None,
         m.reasoning or None,
         1 if m.kind == "summary" else 0,
+        # Other branches (an edited message's original, earlier answers) are Hermes'
+        # rewound rows: active 0, compacted 0. Hermes continues from the active ones.
+        1 if m.active else 0,
     )
 
 

@@ -326,6 +326,7 @@ class SessionImporter:
         return (self._take(row) for row in self.conn.execute(sql, (source_id,)))
 
     def _messages(self, row: sqlite3.Row, session: Any) -> None:
+        from sessions_app.branches import path_link_new_session
         from sessions_app.models import Message
 
         source_id = _text(row["id"])
@@ -384,10 +385,26 @@ class SessionImporter:
         if batch:
             Message.objects.bulk_create(batch)
             self.report.messages_created += len(batch)
+        path_link_new_session(session_id=session.pk)
+        self._count_rewound(source_id)
         if skipped_roles:
             self.report.warnings.append(
                 f"Conversation {source_id}: {skipped_roles} message(s) with an unknown role "
                 "were skipped."
+            )
+
+    def _count_rewound(self, source_id: str) -> None:
+        """Rewound rows (other branches: active 0, compacted 0) are not imported; say so."""
+        if not {"active", "compacted"} <= set(self.message_columns):
+            return
+        (rewound,) = self.conn.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ? AND active = 0 AND compacted = 0",
+            (source_id,),
+        ).fetchone()
+        if rewound:
+            self.report.warnings.append(
+                f"Conversation {source_id}: {rewound} message(s) on other branches (rewound) "
+                "were not imported; the selected path was."
             )
 
     def _parent_texts(self, row: sqlite3.Row) -> set[tuple[str, str]]:

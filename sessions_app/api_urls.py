@@ -14,6 +14,11 @@ urlpatterns = [
         apis.SessionMessagesApi.as_view(),
         name="api-session-messages",
     ),
+    path(
+        "sessions/<str:session_id>/messages/<int:message_id>/select/",
+        apis.MessageSelectApi.as_view(),
+        name="api-message-select",
+    ),
     path("search/", apis.SearchApi.as_view(), name="api-search"),
     path("search/summaries/", apis.SearchSummaryListApi.as_view(), name="api-search-summaries"),
     path(

@@ -104,6 +104,7 @@ def conversation_json(conv: ConversationHit) -> dict[str, Any]:
                 "session_id": h.session_id,
                 "role": h.role,
                 "timestamp": h.timestamp,
+                "on_path": h.on_path,
                 **(h.snippet.as_dict() if h.snippet else {"text": "", "highlights": []}),
             }
             for h in conv.hits
@@ -252,7 +253,8 @@ class MessageSerializer(serializers.ModelSerializer):
         fields = [
             "id", "session", "role", "kind", "content", "tool_calls", "tool_call_id",
             "tool_name", "timestamp", "status", "finish_reason", "model", "prompt_tokens",
-            "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd",
+            "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "parent",
+            "active",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -310,14 +312,42 @@ class SessionDetailApi(APIView):
 
 
 class SessionMessagesApi(ListAPIView):
-    """Messages of one of your conversations, oldest first (?after=<id> for newer ones)."""
+    """Messages of one of your conversations, oldest first (?after=<id> for newer ones):
+    the selected path, or every branch with ?branches=all (`parent` and `active` tell the
+    tree and the selected path)."""
 
     serializer_class = MessageSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", int, description="Only messages with a larger id."),
+            OpenApiParameter("branches", str, description="all: every branch, not just the path."),
+        ]
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         session = session_services.access_session(
             user=self.request.user, session_id=self.kwargs["session_id"]
         )
         rows = session.messages.order_by("id")
+        if self.request.query_params.get("branches") != "all":
+            rows = rows.filter(active=True)
         after = self.request.query_params.get("after", "")
         return rows.filter(id__gt=int(after)) if after.isdigit() else rows
+
+
+class MessageSelectApi(APIView):
+    """Select an alternative (an edited message or a regenerated answer) as the
+    conversation's path, like the chat's ‹ › arrows; open tabs follow."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer("BranchPath", {"path": serializers.ListField()}),
+    )
+    def post(self, request: Request, session_id: str, message_id: int) -> Response:
+        path = session_services.branch_select(
+            user=request.user, session_id=session_id, message_id=message_id
+        )
+        return Response({"path": path})

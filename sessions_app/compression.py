@@ -44,6 +44,7 @@ from .agent import llm
 from .agent.offline_loop import run_offline_loop
 from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
+from .branches import path_link_new_session
 from .models import Message, Session
 from .selectors import api_messages
 from .session_model import session_model_choice
@@ -110,14 +111,14 @@ def estimated_next_prompt(session: Session) -> int:
     """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
     for anything written after that call."""
     last = (
-        session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0)
+        session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
         .order_by("-id")
         .first()
     )
     rows = api_messages(session_id=session.pk, system_prompt="")
     if last is None:
         return estimate_tokens(rows)
-    newer = Message.objects.filter(session_id=session.pk, id__gt=last.id).values(
+    newer = Message.objects.filter(session_id=session.pk, active=True, id__gt=last.id).values(
         "content", "tool_calls"
     )
     return last.prompt_tokens + last.completion_tokens + estimate_tokens(list(newer))
@@ -480,6 +481,7 @@ def _split(
         )
         rows += [_carried(child, m) for m in carried_tail]
         Message.objects.bulk_create(rows)
+        path_link_new_session(session_id=child.pk)
         Session.objects.filter(pk=child.pk).update(message_count=F("message_count") + len(rows))
     session_freeze_prompt(session=child, provider_block=provider_block)
     return child

@@ -2,7 +2,8 @@
 turn itself runs in the runner, independently of this socket.
 
 Client → server: chat.send {session|null, text}, chat.stop {session}, chat.subscribe
-{session}, chat.regenerate {session}. Server → client: see ARCHITECTURE.md and README.
+{session}, chat.regenerate {session, message_id?}, chat.edit {session, message_id, text},
+chat.branch {session, message_id}. Server → client: see ARCHITECTURE.md and README.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             "chat.stop": self._stop,
             "chat.subscribe": self._subscribe,
             "chat.regenerate": self._regenerate,
+            "chat.edit": self._edit,
+            "chat.branch": self._branch,
         }.get(content["type"])
         session_id = content.get("session")
         if handler is None:
@@ -85,6 +88,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         regenerate: bool,
         temporary: bool = False,
         model: Any = None,
+        message_id: Any = None,
     ) -> None:
         if session_id is not None and not isinstance(session_id, str):
             raise ServiceError("bad_request", '"session" must be a conversation id or null.')
@@ -108,6 +112,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             regenerate=regenerate,
             temporary=temporary,
             model=model or None,
+            message_id=message_id,
             on_wait=waiting,
         )
         # Join before the turn publishes anything, so this tab sees every event.
@@ -124,7 +129,31 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         )
 
     async def _regenerate(self, content: dict[str, Any]) -> None:
-        await self._start(content.get("session"), None, regenerate=True)
+        await self._join(session_group(await self._owned(content.get("session"))))
+        await self._start(
+            content.get("session"), None, regenerate=True, message_id=content.get("message_id")
+        )
+
+    async def _edit(self, content: dict[str, Any]) -> None:
+        if content.get("message_id") is None:
+            raise ServiceError("bad_request", '"message_id" names the message to edit.')
+        # Join first: the path change is announced as the turn begins.
+        await self._join(session_group(await self._owned(content.get("session"))))
+        await self._start(
+            content.get("session"),
+            content.get("text"),
+            regenerate=False,
+            message_id=content.get("message_id"),
+        )
+
+    async def _branch(self, content: dict[str, Any]) -> None:
+        """Select an alternative; every tab of the conversation (this one too) hears
+        `branch.changed` and redraws from there."""
+        session_id = await self._owned(content.get("session"))
+        await self._join(session_group(session_id))
+        await database_sync_to_async(services.branch_select)(
+            user=self.user, session_id=session_id, message_id=content.get("message_id")
+        )
 
     async def _owned(self, session_id: Any) -> str:
         session = await database_sync_to_async(services.access_session)(

@@ -102,7 +102,8 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
     from memory.selectors import memory_entries_included
     from skills_app.selectors import skills_included
 
-    messages = list(session.messages.order_by("id"))
+    # The selected path: what the model saw for the answers shown in the chat.
+    messages = list(session.messages.filter(active=True).order_by("id"))
     carried, summary, turns = _turns(messages)
     # Which of the person's inferences (memory provider "local") went into which turn.
     from memory.inferences.selectors import inference_uses_for_messages
@@ -150,6 +151,7 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
         "snapshots": snapshots,
         "skills": skills_included(session=session),
         "turns": turns,
+        "other_branches": session.messages.filter(active=False).count(),
         "carried": carried,
         "summary": summary_text(summary.content) if summary else "",
         "summary_message": summary,

@@ -324,7 +324,8 @@ def conversation_rows(*, owner: AbstractBaseUser, tips: Iterable[Session]) -> li
         )
     }
     counts = dict(
-        Message.objects.filter(session_id__in=all_ids)
+        # The selected path (what the chat shows), not the other branches.
+        Message.objects.filter(session_id__in=all_ids, active=True)
         .exclude(role=Message.Role.SYSTEM)
         .exclude(kind=Message.Kind.CARRIED)  # counted once, in the part they come from
         .values("session_id")

@@ -153,6 +153,15 @@ class Message(models.Model):
     reasoning = models.TextField(blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, blank=True, default="")
     kind = models.CharField(max_length=16, choices=Kind.choices, blank=True, default="")
+    # Branches: the messages of a session form a tree. `parent` is the previous message on
+    # this message's path (None for the first one); messages sharing a parent are
+    # alternatives (an edited user message, a regenerated answer). `active` marks the
+    # selected path — the conversation the model sees — and is Hermes' `messages.active`
+    # (inactive rows are exported as rewound: active 0, compacted 0).
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    active = models.BooleanField(default=True)
     # The recalled-memory fence sent with this user message (API time only). Kept apart
     # from `content` so it is never shown, searched or exported as something the user said,
     # yet replayed byte-for-byte so every request extends the previous one.
@@ -170,6 +179,7 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["session", "timestamp"], name="message_session_time_idx"),
             models.Index(fields=["session", "id"], name="message_session_id_idx"),
+            models.Index(fields=["session", "active", "id"], name="message_session_path_idx"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -21,7 +21,7 @@ from model_catalog.selectors import default_choice
 from usage.cost import CallUsage
 from usage.services import session_counters
 
-from . import turn_claim
+from . import branches, turn_claim
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 from .session_model import (
@@ -100,6 +100,24 @@ def check_message_text(text: Any) -> str:
     return text
 
 
+def claim_or_refuse(session: Session) -> str:
+    """Claim the conversation for a turn or a branch change; a clear refusal if busy."""
+    token = turn_claim.acquire_for_turn(session_id=session.pk)
+    if token:
+        return token
+    if turn_claim.is_compressing(session_id=session.pk):
+        raise ServiceError(
+            "compressing",
+            "Earlier messages are being compressed; your message follows in a moment.",
+            session=session.pk,
+        )
+    raise ServiceError(
+        "turn_in_progress",
+        "The agent is still answering in this conversation. Wait or press Stop.",
+        session=session.pk,
+    )
+
+
 def turn_begin(
     *,
     user: AbstractBaseUser,
@@ -108,14 +126,18 @@ def turn_begin(
     regenerate: bool = False,
     temporary: bool = False,
     model: str | None = None,
+    message_id: Any = None,
 ) -> TurnStart:
     """Persist the user's message (before any model call) and claim the conversation
     (see turn_claim); the caller releases the claim with ``turn_claim.release`` when done.
 
-        With `regenerate`, no new message: the last answer (and its tool calls) after the last
-        user message is removed and answered again. `temporary` applies to a new conversation.
-        `model` (a catalog reference) picks the model of a new conversation, or switches an
-        existing one to it first (see session_model).
+    The new message continues the selected path (see branches). With `message_id` and
+    `text` it is an edit: a new alternative of that user message, and the path goes on
+    from it. With `regenerate`, no new message: the answer `message_id` (default: the last
+    one) gets a new alternative, answered again; the earlier answers stay as alternatives.
+    `temporary` applies to a new conversation. `model` (a catalog reference) picks the
+    model of a new conversation, or switches an existing one to it first (see
+    session_model).
     """
     quota_check(user=user)
     if not regenerate:
@@ -124,7 +146,7 @@ def turn_begin(
     with transaction.atomic():
         created = False
         if session_id is None:
-            if regenerate:
+            if regenerate or message_id is not None:
                 raise NotFound("conversation")
             choice = choice or default_choice()
             session = Session.objects.create(
@@ -136,56 +158,86 @@ def turn_begin(
                 temporary=temporary,
             )
             created = True
+        elif message_id is not None:
+            # An edit or a regeneration names a message of this very part: no redirect to
+            # a continuation, the id must be in the session asked for.
+            session = access_session(user=user, session_id=session_id)
+            branches.check_open_part(session, message_id)
         else:
             session = access_session(user=user, session_id=session_id)
             if session.end_reason == Session.EndReason.COMPRESSION:
                 # The conversation goes on in its newest continuation.
                 session = compression_tip(session)
-        token = turn_claim.acquire_for_turn(session_id=session.pk)
-        if not token:
-            if turn_claim.is_compressing(session_id=session.pk):
-                raise ServiceError(
-                    "compressing",
-                    "Earlier messages are being compressed; your message follows in a moment.",
-                    session=session.pk,
+        token = claim_or_refuse(session)
+        try:
+            if choice is not None and session_entry(session) != choice.ref:
+                session_model_apply(
+                    session=session, choice=choice, text=f"Switched to {choice.name}"
                 )
-            raise ServiceError(
-                "turn_in_progress",
-                "The agent is still answering in this conversation. Wait or press Stop.",
-                session=session.pk,
-            )
-        if choice is not None and session_entry(session) != choice.ref:
-            session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
+            parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
+        except ServiceError:
+            turn_claim.release(session_id=session.pk, token=token)
+            raise
         # An answer left "streaming" by a process that died is closed as interrupted.
         session.messages.filter(status=Message.Status.STREAMING).update(
             status=Message.Status.INTERRUPTED
         )
         user_message = None
         now = timezone.now()
-        if regenerate:
-            last_user = session.messages.filter(role=Message.Role.USER).order_by("-id").first()
-            if last_user is None:
-                turn_claim.release(session_id=session.pk, token=token)
-                raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
-            removed, _ = session.messages.filter(id__gt=last_user.id).delete()
-            Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - removed)
-        else:
+        if not regenerate:
             user_message = Message.objects.create(
-                session=session, role=Message.Role.USER, content=text, timestamp=now
+                session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
+            parent = user_message
         assistant = Message.objects.create(
             session=session,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model=session.model,
             timestamp=now,
+            parent=parent,
         )
         Session.objects.filter(pk=session.pk).update(
             message_count=F("message_count") + (1 if regenerate else 2), last_activity_at=now
         )
+        if regenerate or message_id is not None:
+            first = user_message or assistant
+            branches.branch_changed_on_commit(
+                session_id=session.pk, after=first.parent_id or 0, message_id=first.pk
+            )
     session.refresh_from_db()
     switched = session_id if session_id and session_id != session.pk else None
     return TurnStart(session, created, user_message, assistant, token, switched)
+
+
+def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Message | None:
+    """The parent of the turn's first new message, after taking off the selected path
+    what the new message replaces. Precondition: holding the claim, in a transaction."""
+    if not regenerate and message_id is None:
+        return branches.path_tip(session_id=session.pk)
+    if regenerate and message_id is None:
+        asked = session.messages.filter(role=Message.Role.USER, active=True).order_by("-id").first()
+        if asked is None:
+            raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
+    else:
+        target = session.messages.get(pk=message_id)
+        if not target.active:
+            raise ServiceError(
+                "not_on_path", "That message is on another branch; switch to it first."
+            )
+        if not regenerate:
+            if target.role != Message.Role.USER or target.kind != Message.Kind.REGULAR:
+                raise ServiceError("not_editable", "Only your own messages can be edited.")
+            branches.path_drop_from(session_id=session.pk, first_id=target.pk)
+            return Message.objects.filter(pk=target.parent_id).first()
+        if target.role == Message.Role.USER:
+            raise ServiceError("bad_request", "Regenerate names an answer, not your message.")
+        asked = branches.answered_user_message(target)
+    # The answer after `asked` gives way to a new one.
+    after = session.messages.filter(active=True, id__gt=asked.pk).order_by("id").first()
+    if after is not None:
+        branches.path_drop_from(session_id=session.pk, first_id=after.pk)
+    return asked
 
 
 def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:
@@ -259,6 +311,7 @@ def assistant_continue(*, session_id: str, model: str) -> Message:
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model=model,
+            parent=branches.path_tip(session_id=session_id),
         )
         Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
     return message
@@ -274,9 +327,35 @@ def tool_message_add(
             tool_call_id=tool_call_id or "missing",
             tool_name=tool_name,
             content=content,
+            parent=branches.path_tip(session_id=session_id),
         )
         Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
     return message
+
+
+def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -> list[int]:
+    """Select the alternative `message_id`, with its most recent continuation, as the
+    conversation's path (what the chat shows and the model sees next); returns the ids of
+    the path from that message on. Refused while a turn or a compression holds the
+    conversation, and for a compressed (ended) part."""
+    session = access_session(user=user, session_id=session_id)
+    target = branches.check_open_part(session, message_id)
+    token = claim_or_refuse(session)
+    try:
+        with transaction.atomic():
+            if target.active:
+                return [target.pk]
+            current = session.messages.filter(parent_id=target.parent_id, active=True).first()
+            if current is not None:
+                branches.path_drop_from(session_id=session.pk, first_id=current.pk)
+            path = branches.path_below(session_id=session.pk, top=target)
+            Message.objects.filter(pk__in=path).update(active=True)
+            branches.branch_changed_on_commit(
+                session_id=session.pk, after=target.parent_id or 0, message_id=target.pk
+            )
+    finally:
+        turn_claim.release(session_id=session.pk, token=token)
+    return path
 
 
 def session_rename(*, user: AbstractBaseUser, session_id: str, title: str) -> Session:

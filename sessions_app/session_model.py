@@ -19,6 +19,7 @@ from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
 from model_catalog.selectors import ModelChoice, choice_for, default_choice
 
+from .branches import path_tip
 from .models import Message, Session
 
 
@@ -66,6 +67,7 @@ def session_model_apply(*, session: Session, choice: ModelChoice, text: str) -> 
             kind=Message.Kind.MODEL_SWITCH,
             content=text,
             timestamp=now,
+            parent=path_tip(session_id=session.pk),
         )
         event = {
             "type": "notice",

@@ -18,6 +18,7 @@ from model_catalog.apis import picker_entries
 
 from . import services
 from .agent.tools import tool_failed, tool_summary
+from .branches import alternatives_of
 from .compression import summary_text
 from .lineage import compression_chain, compression_tip
 from .models import Message, Session
@@ -93,14 +94,18 @@ def display_title(session: Session) -> str:
 
 
 def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
-    """Messages grouped for display: each assistant message with the tool calls it made
+    """The selected path grouped for display: each assistant message with the tool calls it made
     and their results (as chips). A compression chain reads as one conversation: messages
     carried into a continuation are shown once, and its summary becomes a marker."""
     rows = list(
-        Message.objects.filter(session__in=sessions, id__gt=after)
+        Message.objects.filter(session__in=sessions, id__gt=after, active=True)
         .exclude(kind=Message.Kind.CARRIED)
         .order_by("id")
     )
+    # The selected path is shown; alternatives can be switched (and messages edited) only
+    # in the part still open for turns (a compressed part is history).
+    open_ids = {s.pk for s in sessions if s.ended_at is None}
+    alternatives = alternatives_of(sorted(open_ids))
     results = {m.tool_call_id: m for m in rows if m.role == Message.Role.TOOL}
     items: list[dict[str, Any]] = []
     for m in rows:
@@ -130,6 +135,10 @@ def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
         items.append(
             {
                 "message": m,
+                "alternatives": alternatives.get(m.pk),
+                "editable": m.session_id in open_ids
+                and m.role == Message.Role.USER
+                and m.kind == Message.Kind.REGULAR,
                 "chips": chips,
                 "html": render_markdown(m.content) if m.role == Message.Role.ASSISTANT else None,
                 "note": end_note(m),

@@ -57,6 +57,10 @@ class MessageFactory(factory.django.DjangoModelFactory):
     role = "user"
     content = factory.Sequence(lambda n: f"Message {n}.")
     status = factory.LazyAttribute(lambda m: "complete" if m.role == "assistant" else "")
+    # Continues the session's selected path, as the chat's services do.
+    parent = factory.LazyAttribute(
+        lambda m: Message.objects.filter(session=m.session, active=True).order_by("-id").first()
+    )
 
 
 def conversation_with(owner: Any, *texts: str, **fields: Any) -> Session:

@@ -107,7 +107,7 @@ def recall_compute(*, user: Any, session_id: str, query: str) -> list[int]:
         return []
     config = local_config()
     recent = list(
-        Message.objects.filter(session=session, role=Message.Role.USER, kind="")
+        Message.objects.filter(session=session, role=Message.Role.USER, kind="", active=True)
         .order_by("-id")
         .values_list("content", flat=True)[:6]
     )

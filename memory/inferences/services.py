@@ -322,8 +322,9 @@ def _turn_user_message(uid: int, session_id: str | None, message_id: Any) -> int
     """The user message that led to a memory write made while answering `message_id`."""
     if not session_id:
         return None
+    # On the selected path: the turn that made the write answers it.
     qs = Message.objects.filter(
-        session_id=session_id, session__owner_id=uid, role=Message.Role.USER
+        session_id=session_id, session__owner_id=uid, role=Message.Role.USER, active=True
     )
     if isinstance(message_id, int):
         qs = qs.filter(id__lt=message_id)

@@ -71,6 +71,7 @@ async def begin_turn(
     regenerate: bool = False,
     temporary: bool = False,
     model: str | None = None,
+    message_id: Any = None,
     on_wait: Callable[[], Awaitable[None]] | None = None,
 ) -> services.TurnStart:
     """Check and persist (the user's message first), claim the conversation. Raises
@@ -90,6 +91,7 @@ async def begin_turn(
                 regenerate=regenerate,
                 temporary=temporary,
                 model=model,
+                message_id=message_id,
             )
         except ServiceError as exc:
             if exc.code != "compressing" or time.monotonic() > deadline:
@@ -258,7 +260,9 @@ async def _recall(turn: _Turn, manager: MemoryManager) -> None:
     message = turn.start.user_message
     assert message is not None
     user_turns = await database_sync_to_async(
-        Message.objects.filter(session_id=turn.session_id, role=Message.Role.USER).count
+        Message.objects.filter(
+            session_id=turn.session_id, role=Message.Role.USER, active=True
+        ).count
     )()
     await manager.turn_start(
         user_turns, turn.user_text, message_id=message.id, session_id=turn.session_id

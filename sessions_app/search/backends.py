@@ -90,6 +90,7 @@ def _rows_to_hits(rows: list[tuple]) -> list[Hit]:
             role=row[2],
             timestamp=as_datetime(row[3]),
             score=float(row[4] or 0.0),
+            on_path=bool(row[5]),
         )
         for row in rows
     ]
@@ -202,7 +203,7 @@ def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit
     newest-first without ranking, and the outer one ranks from there on."""
     where, params = _filter_sql(owner_id, filters)
     sql = f"""
-        SELECT m.id, m.session_id, m.role, m.timestamp, -f.rank
+        SELECT m.id, m.session_id, m.role, m.timestamp, -f.rank, m.active
         FROM {table} f
         JOIN {MESSAGE} m ON m.id = f.rowid
         JOIN {SESSION} s ON s.id = m.session_id
@@ -259,7 +260,8 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
         return []
     where, params = _filter_sql(owner_id, filters)
     sql = f"""
-        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query)
+        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query),
+               m.active
         FROM {MESSAGE} m
         JOIN {SESSION} s ON s.id = m.session_id
         CROSS JOIN (SELECT {expr} AS query) q
@@ -340,7 +342,7 @@ def _like(
     # The literal role test lets PostgreSQL use the partial trigram index.
     extra = " AND m.role <> 'tool'" if content_only else ""
     sql = f"""
-        SELECT m.id, m.session_id, m.role, m.timestamp, 0
+        SELECT m.id, m.session_id, m.role, m.timestamp, 0, m.active
         FROM {MESSAGE} m
         JOIN {SESSION} s ON s.id = m.session_id
         WHERE {condition}{extra} {where}

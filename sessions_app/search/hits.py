@@ -147,6 +147,9 @@ class Hit:
     timestamp: datetime
     score: float = 0.0
     snippet: Snippet | None = None
+    #: False for a message on a branch that is not selected (an edited message's original,
+    #: an earlier answer): every branch is searchable, the chat shows the selected one.
+    on_path: bool = True
 
 
 @dataclass(slots=True)

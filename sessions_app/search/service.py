@@ -171,7 +171,7 @@ def search_conversations(
         )
     }
     newest = dict(
-        Message.objects.filter(session_id__in=chain_ids)
+        Message.objects.filter(session_id__in=chain_ids, active=True)
         .values("session_id")
         .annotate(last=Max("id"))
         .values_list("session_id", "last")
@@ -260,7 +260,10 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
         raise NotFound("conversation")
     root = compression_roots([session.id], owner_id=owner.pk)[session.id]
     chain = compression_chains([root], owner_id=owner.pk)[root]
-    last = Message.objects.filter(session_id__in=chain).aggregate(last=Max("id"))["last"]
+    # The newest message of the selected path names the path: a branch switch makes a new key.
+    last = Message.objects.filter(session_id__in=chain, active=True).aggregate(last=Max("id"))[
+        "last"
+    ]
     if last is None:
         raise ServiceError("empty_conversation", "That conversation has no messages yet.")
     summary = summary_request(owner=owner, query=query, root_id=root, last_message_id=last)

@@ -119,10 +119,11 @@ def summary_start(*, summary: SearchSummary) -> None:
 
 
 def transcript_for(*, root_id: str, owner_id: int, last_message_id: int) -> str:
-    """The whole compression chain's transcript up to `last_message_id`, oldest first."""
+    """The whole compression chain's transcript up to `last_message_id`, oldest first: the
+    selected path only (a summary reads the conversation as it stands)."""
     chain = compression_chains([root_id], owner_id=owner_id).get(root_id, [root_id])
     messages = (
-        Message.objects.filter(session_id__in=chain, id__lte=last_message_id)
+        Message.objects.filter(session_id__in=chain, active=True, id__lte=last_message_id)
         .exclude(role=Message.Role.SYSTEM)
         .exclude(kind=Message.Kind.CARRIED)  # copies of the parent's messages
         .only("role", "content", "tool_name", "tool_calls")

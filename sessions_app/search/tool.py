@@ -131,7 +131,8 @@ def _access_session(ctx: ToolContext, session_id: Any) -> Session:
 
 
 def _visible(session: Session):
-    return Message.objects.filter(session=session).exclude(role=Message.Role.SYSTEM)
+    # The selected path: the conversation as it stands (other branches are left out).
+    return Message.objects.filter(session=session, active=True).exclude(role=Message.Role.SYSTEM)
 
 
 def _session_header(session: Session) -> dict[str, Any]:

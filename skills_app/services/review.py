@@ -260,8 +260,10 @@ def _digest(messages: list[dict[str, Any]]) -> str:
 def review_messages(*, session: Session, kind: str) -> list[dict[str, Any]]:
     """The reviewer's request: the session's system prompt, the conversation (whole, or the
     last 24 messages after a digest of older turns), then the review prompt."""
-    rows = session.messages.order_by("id").only(
-        "role", "content", "tool_calls", "tool_call_id", "status"
+    rows = (
+        session.messages.filter(active=True)
+        .order_by("id")
+        .only("role", "content", "tool_calls", "tool_call_id", "status")
     )
     conversation = _strip_harness([w for w in (_wire(m) for m in rows) if w is not None])
     size = sum(len(str(m.get("content") or "")) for m in conversation)

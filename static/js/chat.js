@@ -32,6 +32,8 @@
   // refusal puts it back.
   let sentText = null;
   let lastDoneId = 0;  // the answer the last assistant.done closed (a turn error's note)
+  // After branch.changed: the thread is redrawn from this message on until the turn ends.
+  let branchAfter = null;
   let refreshing = Promise.resolve();
 
   function lastMessageId() {
@@ -171,7 +173,7 @@
       const tpl = document.createElement("template");
       tpl.innerHTML = html;
       thread.appendChild(tpl.content);
-      turnAfter = lastMessageId();
+      turnAfter = branchAfter !== null ? branchAfter : lastMessageId();
       thread.scrollTop = thread.scrollHeight;
     } catch (err) {
       // The next event or a reload will bring the thread up to date.
@@ -243,6 +245,7 @@
   // the note says exactly what the server met (the saved one keeps only the kind).
   function turnFailed(ev) {
     refreshThread().then(function () {
+      branchAfter = null;
       const art = thread.querySelector('[data-message-id="' + lastDoneId + '"]');
       const note = art && art.querySelector(".msg-note");
       if (note) note.textContent = (art.dataset.status === "failed" ? "No answer. " : "Interrupted: ") + ev.message;
@@ -313,7 +316,23 @@
     "assistant.done": function (ev) {
       // The turn is over: show the server's rendering of everything it produced.
       lastDoneId = ev.message_id;
-      refreshThread().then(function () { setBusy(false); });
+      refreshThread().then(function () { branchAfter = null; setBusy(false); });
+    },
+    // The selected path changed (an edit, a regeneration, ‹ › here or in another tab):
+    // redraw from the branch point; a turn that began meanwhile resends what it wrote.
+    "branch.changed": function (ev) {
+      branchAfter = ev.after || 0;
+      turnAfter = branchAfter;
+      refreshThread().then(function () {
+        if (thread.querySelector(".msg-streaming")) {
+          setBusy(true);
+          send({ type: "chat.subscribe", session: sessionId });
+        } else {
+          branchAfter = null;
+          turnAfter = lastMessageId();
+          setBusy(busy);
+        }
+      });
     },
     "error": function (ev) {
       // Events of a turn are numbered; a refusal of the request itself is not.
@@ -397,28 +416,32 @@
 
   // Python counts code points, JavaScript UTF-16 units: they differ only for astral
   // characters, so the exact (slower) count is needed only near the limit.
-  function charCount() {
-    const text = input.value;
+  function charCount(text) {
     return text.length <= maxChars ? text.length : Array.from(text).length;
   }
 
   function overLimit() {
-    return charCount() > maxChars;
+    return charCount(input.value) > maxChars;
   }
 
-  // Nothing is cut: past the limit the composer keeps the text, says by how much it is over
-  // and Send waits; close to it, a counter.
-  function updateLimit() {
-    const count = charCount();
+  // Nothing is cut: past the limit a text box keeps the text, says by how much it is over
+  // and sending waits; close to it, a counter. `note` shows it, `box` is marked invalid.
+  function showLimit(box, note) {
+    const count = charCount(box.value);
     const over = count > maxChars;
-    limitNote.hidden = count < maxChars * 0.9;
-    limitNote.classList.toggle("over", over);
-    limitNote.textContent = over
+    note.hidden = count < maxChars * 0.9;
+    note.classList.toggle("over", over);
+    note.textContent = over
       ? "This message is " + count.toLocaleString("en") + " characters; the limit is " +
         maxChars.toLocaleString("en") + ". Shorten it by " + (count - maxChars).toLocaleString("en") +
         " to send it."
       : count.toLocaleString("en") + " / " + maxChars.toLocaleString("en") + " characters";
-    input.setAttribute("aria-invalid", over ? "true" : "false");
+    box.setAttribute("aria-invalid", over ? "true" : "false");
+    return over;
+  }
+
+  function updateLimit() {
+    showLimit(input, limitNote);
     updateSend();
   }
 
@@ -440,21 +463,29 @@
     statusLine.textContent = "Stopping…";
   });
 
+  // A turn on another path (chat.edit, chat.regenerate) or a switch (chat.branch): the
+  // server answers every tab with branch.changed, which redraws the thread; a refusal
+  // (turn_in_progress, …) is shown and leaves the page as it was.
+  function pathCommand(message) {
+    if (!sessionId) return;
+    message.session = sessionId;
+    if (message.type !== "chat.branch") {
+      if (busy) { toast("The agent is still answering in this conversation. Wait or press Stop.", "warn"); return; }
+      lastSeq = 0;
+      lastDoneId = 0;
+      sentText = "";
+      setBusy(true);
+      statusLine.textContent = "Sending…";
+    }
+    send(message);
+  }
+
   regenBtn.addEventListener("click", function () {
-    if (!sessionId || busy) return;
-    const assistants = thread.querySelectorAll(".msg-assistant");
-    const users = thread.querySelectorAll(".msg-user[data-message-id]");
-    const lastUser = users.length ? users[users.length - 1] : null;
-    turnAfter = lastUser ? parseInt(lastUser.dataset.messageId, 10) : turnAfter;
-    assistants.forEach(function (a) {
-      if (parseInt(a.dataset.messageId || "0", 10) > turnAfter) a.remove();
-    });
-    lastSeq = 0;
-    lastDoneId = 0;
-    sentText = "";
-    setBusy(true);
-    send({ type: "chat.regenerate", session: sessionId });
+    if (!busy) pathCommand({ type: "chat.regenerate" });
   });
+
+  // For static/js/branches.js (Edit and ‹ › on the messages).
+  window.HermesChat = { command: pathCommand, showLimit: showLimit, isBusy: function () { return busy; } };
 
   setBusy(busy);
   updateLimit();

@@ -14,6 +14,7 @@ from devtools.scripted_llm import ScriptedLLM
 from model_catalog.models import ModelEntry
 from model_catalog.services import model_entry_save
 from privacy.export import build_export
+from sessions_app.branches import alternatives_of
 from sessions_app.models import Message, Session
 from sessions_app.selectors import api_messages
 from tests.chat.conftest import events_until, settle
@@ -134,6 +135,18 @@ def test_a_switch_freezes_a_new_prompt_and_shows_a_marker(owner, outsider, scrip
     assert [m["content"] for m in listed if m["kind"] == "model_switch"] == [
         "Switched to Second model"
     ]
+    # The marker sits on the conversation's path: the next message continues after it and
+    # no message gains a ‹ 1/2 › of alternatives.
+    assert [m["content"] for m in listed] == [
+        "First",
+        "One.",
+        "Second",
+        "Two.",
+        "Switched to Second model",
+        "Third",
+        "Three.",
+    ]
+    assert alternatives_of([session_id]) == {}
 
 
 def test_a_chat_whose_model_was_disabled_falls_back_to_the_default(

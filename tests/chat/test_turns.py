@@ -208,31 +208,6 @@ def test_sending_while_a_turn_runs_is_refused_not_interleaved(owner, scripted, s
     assert len(scripted.requests) == 1
 
 
-def test_regenerate_replaces_the_last_answer(owner, scripted, sockets):
-    scripted.enqueue(reply="First try.")
-    scripted.enqueue(reply="Second try.")
-    sockets.login(owner)
-
-    async def scenario():
-        ws = await sockets.open(owner)
-        await ws.send_json_to({"type": "chat.send", "session": None, "text": "Say something"})
-        first = await events_until(ws, "assistant.done")
-        await ws.send_json_to({"type": "chat.regenerate", "session": first[0]["session"]})
-        second = await events_until(ws, "assistant.done")
-        await ws.disconnect()
-        await settle()
-        return first[0]["session"], second
-
-    session_id, second = run(scenario())
-    answers = list(
-        Message.objects.filter(session_id=session_id).order_by("id").values_list("role", "content")
-    )
-    assert answers == [("user", "Say something"), ("assistant", "Second try.")]
-    # The regenerated request is the same conversation without the old answer.
-    assert scripted.requests[1]["messages"] == scripted.requests[0]["messages"]
-    assert Session.objects.get(pk=session_id).message_count == 2
-
-
 def test_tool_loop_stops_after_the_configured_number_of_rounds(owner, scripted, sockets, settings):
     settings.HERMES_MAX_TOOL_ITERATIONS = 3
     for _ in range(5):

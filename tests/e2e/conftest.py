@@ -152,3 +152,14 @@ def logged_in_page(browser, live_server_url, user, viewport=DESKTOP, *, permissi
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server_url}/")
     return page, errors
+
+
+def box_inside_viewport(page: Any, locator: Any) -> dict[str, float]:
+    """The element's bounding box, asserted visible and wholly inside the viewport."""
+    box = locator.bounding_box()
+    size = page.viewport_size
+    assert box is not None, "not rendered"
+    assert box["x"] >= 0 and box["y"] >= 0, box
+    assert box["x"] + box["width"] <= size["width"] + 0.5, (box, size)
+    assert box["y"] + box["height"] <= size["height"] + 0.5, (box, size)
+    return box
