@@ -28,10 +28,11 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from accounts.services import profile_get
+from core.leases import Lease, LeaseBusy, lease_heartbeat, lease_remaining
 from core.queue import task_send
 from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
@@ -334,22 +335,34 @@ def next_title_in_lineage(*, owner: Any, title: str | None) -> str | None:
 def session_compress(*, session_id: str) -> str | None:
     """Compress and split the session; the continuation's id, or None if nothing was done.
 
-    Safe to call twice: only the caller that claims the session does the work.
+    Safe to call twice: only the holder of the conversation's lease does the work, and a
+    redelivered task takes over the lease of a compression whose process died. Raises
+    LeaseBusy while another live compression holds it (the task retries after it).
     """
     session = Session.objects.select_related("owner", "system_prompt").filter(pk=session_id).first()
-    if (
-        session is None
-        or session.ended_at is not None
-        or not turn_claim.acquire_for_compression(session_id=session_id)
-    ):
+    if session is None or session.ended_at is not None:
         return None
+    lease = turn_claim.acquire_for_compression(session_id=session_id)
+    if lease is None:
+        if turn_claim.is_compressing(session_id=session_id):
+            raise LeaseBusy(lease_remaining(Session, session_id))
+        return None  # a turn holds it: compression is scheduled again after that turn
+    with lease_heartbeat(lease):
+        return _compress_holding(session, lease)
+
+
+def _compress_holding(session: Session, lease: Lease) -> str | None:
+    """The compression proper. Call holding the conversation's compression lease."""
+    # What the summary works on; messages saved while it runs (a user's message waits here)
+    # move to the continuation at the split.
+    upto = session.messages.aggregate(n=Max("id"))["n"] or 0
     try:
         prompt = session.system_prompt.prompt if session.system_prompt else ""
-        conversation = api_messages(session_id=session.pk, system_prompt=prompt)[1:]
+        conversation = api_messages(session_id=session.pk, system_prompt=prompt, upto=upto)[1:]
         tail_budget = int(threshold_tokens(session.model) * settings.HERMES_COMPRESSION_TAIL_RATIO)
         plan = plan_compression(conversation, tail_budget=tail_budget)
         if plan is None:  # too few messages between head and tail yet; try after next turn
-            turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
+            lease.release()
             return None
         publish(
             session_group(session.pk),
@@ -380,8 +393,8 @@ def session_compress(*, session_id: str) -> str | None:
             calls=[CallUsage.of(model, flush_usage), CallUsage.of(model, usage)],
         )
     except llm.LLMError as exc:
-        logger.warning("compression of %s failed: %s", session_id, exc.message)
-        _cooldown(session, exc.message)
+        logger.warning("compression of %s failed: %s", session.pk, exc.message)
+        _cooldown(lease, exc.message)
         notice_to_user(
             user_id=session.owner_id,
             kind="compressed",
@@ -390,11 +403,15 @@ def session_compress(*, session_id: str) -> str | None:
         )
         return None
     except Exception:
-        logger.exception("compression of %s failed", session_id)
-        _cooldown(session, "internal error")
+        logger.exception("compression of %s failed", session.pk)
+        _cooldown(lease, "internal error")
         return None
-    child = _split(session, plan, summary, usage, provider_block=manager.system_prompt_block())
+    child = _split(session, plan, summary, usage, lease=lease, upto=upto)
+    if child is None:
+        return None
+    session_freeze_prompt(session=child, provider_block=manager.system_prompt_block())
     manager.on_session_switch(child.pk, parent_session_id=session.pk)
+    manager.on_session_end(conversation)
     note = "Earlier messages were compressed; the conversation continues."
     if saved:
         note += f" Saved to memory first: {len(saved)} entr{'y' if len(saved) == 1 else 'ies'}."
@@ -411,29 +428,29 @@ def session_compress(*, session_id: str) -> str | None:
     return child.pk
 
 
-def _cooldown(session: Session, error: str) -> None:
-    Session.objects.filter(pk=session.pk).update(
+def _cooldown(lease: Lease, error: str) -> None:
+    lease.release(
         compression_cooldown_until=timezone.now()
         + timedelta(seconds=settings.HERMES_COMPRESSION_COOLDOWN),
         compression_failure_error=error[:300],
     )
-    turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
 
 
 def _split(
-    session: Session, plan: Plan, summary: str, usage: llm.Usage, *, provider_block: str
-) -> Session:
+    session: Session, plan: Plan, summary: str, usage: llm.Usage, *, lease: Lease, upto: int
+) -> Session | None:
+    """End the session and open its continuation; None when the lease was lost meanwhile
+    (another process took the compression over and does the split)."""
     summary_role = "user" if not plan.head or plan.head[-1]["role"] != "user" else "assistant"
     carried_head = repair_tool_pairs(plan.head)
     carried_tail = repair_tool_pairs(plan.tail)
     now = timezone.now()
     with transaction.atomic():
-        Session.objects.filter(pk=session.pk).update(
-            ended_at=now,
-            end_reason=Session.EndReason.COMPRESSION,
-        )
-        # The ended session needs no claim: its continuation starts free.
-        turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
+        # Ending the session and freeing its lease is one conditional UPDATE: only the
+        # holder splits, and the continuation starts free.
+        if not lease.release(ended_at=now, end_reason=Session.EndReason.COMPRESSION):
+            logger.warning("compression of %s lost its lease; not splitting", session.pk)
+            return None
         child = Session.objects.create(
             owner=session.owner,
             parent=session,
@@ -460,9 +477,17 @@ def _split(
             )
         )
         rows += [_carried(child, m) for m in carried_tail]
-        Message.objects.bulk_create(rows)
-        Session.objects.filter(pk=child.pk).update(message_count=F("message_count") + len(rows))
-    session_freeze_prompt(session=child, provider_block=provider_block)
+        # Messages written while the summary was made (a message sent meanwhile) continue
+        # the conversation in the continuation, after the carried ones (ids give the order).
+        later = list(Message.objects.filter(session=session, id__gt=upto).order_by("id"))
+        for message in later:
+            message.pk, message.session = None, child
+        Message.objects.bulk_create([*rows, *later])
+        Message.objects.filter(session=session, id__gt=upto).delete()
+        Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - len(later))
+        Session.objects.filter(pk=child.pk).update(
+            message_count=F("message_count") + len(rows) + len(later)
+        )
     return child
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
+from core.leases import Lease
 from usage.cost import CallUsage
 from usage.services import session_counters
 
@@ -70,13 +71,21 @@ def _unique_title(*, user: AbstractBaseUser, base: str, exclude: str | None = No
 
 @dataclass(frozen=True)
 class TurnStart:
+    """A turn that may start (`lease` held, `assistant_message` streaming), or a message
+    saved while the conversation is compressed (`lease` None): the caller waits for the
+    compression, then answers it with ``turn_begin(..., pending=True)``."""
+
     session: Session
     created: bool
     user_message: Message | None
-    assistant_message: Message
-    token: str
+    assistant_message: Message | None
+    lease: Lease | None
     #: The id the client asked for when the conversation had moved on to a continuation.
     switched_from: str | None = None
+
+    @property
+    def token(self) -> str:
+        return self.lease.owner if self.lease else ""
 
 
 def check_message_text(text: Any) -> str:
@@ -100,77 +109,124 @@ def turn_begin(
     text: str | None,
     regenerate: bool = False,
     temporary: bool = False,
+    pending: bool = False,
 ) -> TurnStart:
-    """Persist the user's message (before any model call) and claim the conversation
-    (see turn_claim); the caller releases the claim with ``turn_claim.release`` when done.
+    """Persist the user's message first (before any model call and before any wait), then
+    lease the conversation (see turn_claim); the caller releases ``start.lease`` when done.
 
-        With `regenerate`, no new message: the last answer (and its tool calls) after the last
-        user message is removed and answered again. `temporary` applies to a new conversation.
+    While a compression holds the conversation — or when this message alone takes it past
+    the compression threshold, which compresses it first (preflight) — the message is saved
+    and a TurnStart without a lease returned. With `pending`, no new message: the last user
+    message (saved that way) is answered. With `regenerate`, the last answer (and its tool
+    calls) after the last user message is removed and answered again. `temporary` applies
+    to a new conversation.
     """
-    quota_check(user=user)
-    if not regenerate:
+    if not pending:
+        quota_check(user=user)
+    if not (regenerate or pending):
         text = check_message_text(text)
     with transaction.atomic():
-        created = False
-        if session_id is None:
-            if regenerate:
-                raise NotFound("conversation")
-            session = Session.objects.create(
-                owner=user,
-                title=_unique_title(user=user, base=_derived_title(text or "")),
-                title_source=Session.TitleSource.DERIVED,
-                model=settings.HERMES_MODEL,
-                temporary=temporary,
-            )
-            created = True
-        else:
-            session = access_session(user=user, session_id=session_id)
-            if session.end_reason == Session.EndReason.COMPRESSION:
-                # The conversation goes on in its newest continuation.
-                session = compression_tip(session)
-        token = turn_claim.acquire_for_turn(session_id=session.pk)
-        if not token:
-            if turn_claim.is_compressing(session_id=session.pk):
-                raise ServiceError(
-                    "compressing",
-                    "Earlier messages are being compressed; your message follows in a moment.",
-                    session=session.pk,
-                )
-            raise ServiceError(
-                "turn_in_progress",
-                "The agent is still answering in this conversation. Wait or press Stop.",
-                session=session.pk,
-            )
-        # An answer left "streaming" by a process that died is closed as interrupted.
-        session.messages.filter(status=Message.Status.STREAMING).update(
-            status=Message.Status.INTERRUPTED
-        )
-        user_message = None
+        session, created = _turn_session(
+            user=user, session_id=session_id, text=text, new=not (regenerate or pending),
+            temporary=temporary,
+        )  # fmt: skip
+        lease = turn_claim.acquire_for_turn(session_id=session.pk)
+        compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
+        if lease is None and (regenerate or pending or not compressing):
+            _refuse_busy(session, compressing=compressing)
         now = timezone.now()
-        if regenerate:
-            last_user = session.messages.filter(role=Message.Role.USER).order_by("-id").first()
-            if last_user is None:
-                turn_claim.release(session_id=session.pk, token=token)
-                raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
-            removed, _ = session.messages.filter(id__gt=last_user.id).delete()
-            Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - removed)
+        if lease is not None:
+            # An answer still "streaming" in a conversation nobody else holds belongs to a
+            # holder that died: it is closed as interrupted, its text kept.
+            turn_claim.answers_interrupt([session.pk])
+        if regenerate or pending:
+            last_user = _answer_again(session, lease=lease, keep_last_user=pending)
+            user_message = last_user if pending else None
         else:
             user_message = Message.objects.create(
                 session=session, role=Message.Role.USER, content=text, timestamp=now
             )
-        assistant = Message.objects.create(
-            session=session,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            model=settings.HERMES_MODEL,
-            timestamp=now,
-        )
-        Session.objects.filter(pk=session.pk).update(
-            message_count=F("message_count") + (1 if regenerate else 2), last_activity_at=now
-        )
+            Session.objects.filter(pk=session.pk).update(
+                message_count=F("message_count") + 1, last_activity_at=now
+            )
+            if lease is not None and not created and _preflight(session, lease):
+                lease = None
+        assistant = None
+        if lease is not None:
+            assistant = Message.objects.create(
+                session=session,
+                role=Message.Role.ASSISTANT,
+                status=Message.Status.STREAMING,
+                model=settings.HERMES_MODEL,
+                timestamp=now,
+            )
+            Session.objects.filter(pk=session.pk).update(
+                message_count=F("message_count") + 1, last_activity_at=now
+            )
     session.refresh_from_db()
     switched = session_id if session_id and session_id != session.pk else None
-    return TurnStart(session, created, user_message, assistant, token, switched)
+    return TurnStart(session, created, user_message, assistant, lease, switched)
+
+
+def _turn_session(
+    *, user: AbstractBaseUser, session_id: str | None, text: str | None, new: bool, temporary: bool
+) -> tuple[Session, bool]:
+    """The conversation a turn works on (created for a new chat), and whether it is new."""
+    if session_id is None:
+        if not new:
+            raise NotFound("conversation")
+        session = Session.objects.create(
+            owner=user,
+            title=_unique_title(user=user, base=_derived_title(text or "")),
+            title_source=Session.TitleSource.DERIVED,
+            model=settings.HERMES_MODEL,
+            temporary=temporary,
+        )
+        return session, True
+    session = access_session(user=user, session_id=session_id)
+    if session.end_reason == Session.EndReason.COMPRESSION:
+        # The conversation goes on in its newest continuation.
+        session = compression_tip(session)
+    return session, False
+
+
+def _refuse_busy(session: Session, *, compressing: bool) -> None:
+    if compressing:
+        raise ServiceError(
+            "compressing",
+            "Earlier messages are being compressed; your message is saved and will be answered.",
+            session=session.pk,
+        )
+    raise ServiceError(
+        "turn_in_progress",
+        "The agent is still answering in this conversation. Wait or press Stop.",
+        session=session.pk,
+    )
+
+
+def _answer_again(session: Session, *, lease: Lease | None, keep_last_user: bool) -> Message:
+    """The last user message, with whatever followed it removed (a regeneration) or nothing
+    following it (a message saved during a compression). Call holding the lease."""
+    assert lease is not None
+    last_user = session.messages.filter(role=Message.Role.USER).order_by("-id").first()
+    later = session.messages.filter(id__gt=last_user.id) if last_user else None
+    if last_user is None or (keep_last_user and later.exists()):
+        lease.release()
+        raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
+    removed, _ = later.delete()
+    Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - removed)
+    return last_user
+
+
+def _preflight(session: Session, lease: Lease) -> bool:
+    """A message that takes the conversation past the compression threshold compresses it
+    before the model call (Hermes' preflight): the lease goes back to the compression."""
+    from .compression import compression_schedule
+
+    if not compression_schedule(session_id=session.pk):
+        return False
+    lease.release()
+    return True
 
 
 def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:

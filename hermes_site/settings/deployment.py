@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from .core import VAR_DIR
-from .declare import declare_bool, declare_int, declare_list, declare_str
+from .declare import declare_bool, declare_float, declare_int, declare_list, declare_str
 
 # --- Host names, the public URL, HTTPS ------------------------------------------------
 ALLOWED_HOSTS = declare_list(
@@ -170,6 +170,20 @@ CELERY_TASK_SOFT_TIME_LIMIT = declare_int(
     540,
     min=1,
     help="Soft time limit of a Celery task (seconds).",
+)
+# Leases (core/leases.py): how long a holder's claim on its work lasts without a renewal,
+# and how often a holder renews it. A crashed holder's work is taken over after the former.
+HERMES_LEASE_SECONDS = declare_int(
+    "HERMES_LEASE_SECONDS",
+    30,
+    min=2,
+    help="Seconds a lease on a piece of work lasts without a heartbeat.",
+)
+HERMES_LEASE_HEARTBEAT = declare_float(
+    "HERMES_LEASE_HEARTBEAT",
+    10.0,
+    min=0.1,
+    help="Seconds between heartbeats renewing a lease (well under HERMES_LEASE_SECONDS).",
 )
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
