@@ -351,8 +351,8 @@ def recover_on_startup(role: str) -> None:
     migrated: there is nothing to recover)."""
     try:
         released = leases_recover_dead()
-    except Exception:
-        logger.warning("could not check for leases of dead processes (%s)", role, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - no database yet: nothing to recover
+        logger.warning("could not check for leases of dead processes (%s): %s", role, exc)
         return
     finally:
         connection.close()

@@ -44,6 +44,7 @@ from .agent import llm
 from .agent.offline_loop import run_offline_loop
 from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
+from .ending import session_end_notify
 from .models import Message, Session
 from .selectors import api_messages
 
@@ -411,7 +412,7 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
         return None
     session_freeze_prompt(session=child, provider_block=manager.system_prompt_block())
     manager.on_session_switch(child.pk, parent_session_id=session.pk)
-    manager.on_session_end(conversation)
+    session_end_notify(session=session, messages=conversation)
     note = "Earlier messages were compressed; the conversation continues."
     if saved:
         note += f" Saved to memory first: {len(saved)} entr{'y' if len(saved) == 1 else 'ies'}."

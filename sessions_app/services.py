@@ -22,6 +22,7 @@ from usage.cost import CallUsage
 from usage.services import session_counters
 
 from . import turn_claim
+from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 
@@ -355,8 +356,11 @@ def session_set_flags(
 
 
 def session_delete(*, user: AbstractBaseUser, session_id: str) -> None:
-    """Delete a conversation with its whole compression lineage (one row in the list)."""
+    """Delete a conversation with its whole compression lineage (one row in the list); the
+    memory provider hears that its open part ended."""
     session = access_session(user=user, session_id=session_id)
+    for open_part in Session.objects.filter(pk__in=lineage_ids(session), ended_at__isnull=True):
+        session_end_notify(session=open_part)
     with transaction.atomic():
         Session.objects.filter(owner=user, pk__in=lineage_ids(session)).delete()
 

@@ -53,7 +53,7 @@ def answers_interrupt(session_ids: list[Any]) -> int:
     "interrupted", keeping the text saved so far."""
     return Message.objects.filter(
         session_id__in=session_ids, status=Message.Status.STREAMING
-    ).update(status=Message.Status.INTERRUPTED, finish_reason="interrupted")
+    ).update(status=Message.Status.INTERRUPTED, finish_reason="process_died")
 
 
 def answers_close_abandoned(*, session_id: str | None = None) -> int:
@@ -66,4 +66,6 @@ def answers_close_abandoned(*, session_id: str | None = None) -> int:
     live = Q(
         session__lease_owner__startswith=f"{TURN}@", session__lease_expires_at__gt=timezone.now()
     )
-    return rows.exclude(live).update(status=Message.Status.INTERRUPTED, finish_reason="interrupted")
+    return rows.exclude(live).update(
+        status=Message.Status.INTERRUPTED, finish_reason="process_died"
+    )
