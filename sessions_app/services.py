@@ -25,6 +25,7 @@ from . import turn_claim
 from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
+from .thresholds import compression_schedule
 
 TITLE_MAX = 100
 _INVISIBLE = re.compile(
@@ -222,8 +223,6 @@ def _answer_again(session: Session, *, lease: Lease | None, keep_last_user: bool
 def _preflight(session: Session, lease: Lease) -> bool:
     """A message that takes the conversation past the compression threshold compresses it
     before the model call (Hermes' preflight): the lease goes back to the compression."""
-    from .compression import compression_schedule
-
     if not compression_schedule(session_id=session.pk):
         return False
     lease.release()

@@ -34,8 +34,8 @@ from memory.providers import MemoryManager
 from usage.cost import CallUsage
 
 from .. import selectors, services
-from ..compression import compression_schedule
 from ..models import Message
+from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory

@@ -123,3 +123,16 @@ def test_startup_releases_dead_leases_and_interrupts_their_answers(
     assert (answer.status, answer.content) == ("interrupted", "half an ans")
     assert kept.status == "streaming"
     assert [h.pk for h in leases.leases_held()] == [other.pk]
+
+
+def test_the_leases_command_lists_what_is_held(session: Session) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
+    out = io.StringIO()
+    call_command("leases", stdout=out)
+    line = out.getvalue().strip()
+    assert line.startswith(f"turn\tsessions_app.Session\t{session.pk}\t{lease.owner}\t")
+    assert line.endswith("s left")
