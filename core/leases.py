@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, models
 from django.db.models import Q
@@ -250,7 +250,7 @@ def lease_heartbeat(lease: Lease) -> Iterator[Lease]:
 async def lease_heartbeat_async(lease: Lease, on_beat: Callable[[], Any] | None = None) -> None:
     """Renew `lease` until cancelled (run as a task beside the async work it protects);
     `on_beat` is awaited after each renewal (the chat turn tells its tabs it is alive)."""
-    renew = sync_to_async(lease.renew, thread_sensitive=False)
+    renew = database_sync_to_async(lease.renew, thread_sensitive=False)
     while True:
         await asyncio.sleep(settings.HERMES_LEASE_HEARTBEAT)
         try:

@@ -291,9 +291,6 @@
       if (ev.kind === "compressed" && !ev.new_session) statusLine.textContent = ev.text;
       toast(ev.text, ev.kind);
     },
-    "turn.alive": function () {
-      if (!busy) setBusy(true);
-    },
     "session.idle": function (ev) {
       // No turn runs: a tab still "answering" lost the end of it. A message waiting for a
       // compression has not been answered yet: keep waiting.
@@ -318,6 +315,12 @@
   function dispatch(ev) {
     if (ev.session && sessionId && ev.session !== sessionId && !ev.new_session) return;
     lastEventAt = Date.now();
+    if (ev.type === "turn.alive") {
+      // The turn's last seq: anything past ours was lost (a final assistant.done too).
+      if (ev.seq > lastSeq) send({ type: "chat.subscribe", session: sessionId });
+      if (!busy) setBusy(true);
+      return;
+    }
     if (typeof ev.seq === "number") {
       const isDelta = ev.type === "assistant.delta";
       // Every turn numbers its events from 1 (a tab that follows the chat sees many
