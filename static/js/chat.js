@@ -298,7 +298,12 @@
         statusLine.textContent = "Compressing earlier messages…";
         return;
       }
-      if (busy && sentText === null) refreshThread().then(function () { setBusy(false); });
+      if (busy && sentText === null) {
+        // Redraw from the answer that was left streaming (the page may have drawn it).
+        const open = thread.querySelector(".msg-streaming[data-message-id]");
+        if (open) turnAfter = Math.min(turnAfter, parseInt(open.dataset.messageId, 10) - 1);
+        refreshThread().then(function () { setBusy(false); });
+      }
     },
     "assistant.done": function (ev) {
       // The turn is over: show the server's rendering of everything it produced.
