@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
+from django.db import connection, connections
 
 from ..fence import build_memory_context_block
 from .base import MemoryProvider
@@ -373,16 +373,23 @@ def mirror_memory_write(
     name = active_provider_name()
     if not name:
         return
+    mirror = {
+        "user": user,
+        "session_id": session_id,
+        "origin": origin,
+        "message_id": message_id,
+        "target": target,
+        "operations": operations,
+        "replaced": replaced,
+    }
+    if connection.in_atomic_block:
+        # Another thread could not see this transaction's rows (inline tasks in tests).
+        _mirror(**mirror)
+        return
     done = _submit_in_order(
         (name, getattr(user, "pk", None)),
         _mirror,
-        user=user,
-        session_id=session_id,
-        origin=origin,
-        message_id=message_id,
-        target=target,
-        operations=operations,
-        replaced=replaced,
+        **mirror,
     )
     timeout = settings.HERMES_PROVIDER_MIRROR_TIMEOUT
     try:
