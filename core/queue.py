@@ -8,10 +8,18 @@ both sides share.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import current_app
 from celery.result import AsyncResult
+from django.db import transaction
+from kombu.exceptions import OperationalError
+
+from .exceptions import ServiceError
+
+logger = logging.getLogger(__name__)
 
 
 def task_send(name: str, *args: Any, **options: Any) -> AsyncResult:
@@ -22,3 +30,27 @@ def task_send(name: str, *args: Any, **options: Any) -> AsyncResult:
         # A worker imports every app's tasks module at boot; a web process on first use.
         current_app.loader.import_default_modules()
     return current_app.tasks[name].apply_async(args, **options)
+
+
+def task_send_on_commit(
+    name: str, *args: Any, on_failure: Callable[[], Any], **options: Any
+) -> None:
+    """Queue task `name` once the current transaction commits. When the broker cannot take
+    it (down, unreachable), `on_failure` undoes what was committed for it (a job row must
+    not wait forever for a task that was never queued) and the caller gets a 503
+    ServiceError `queue_unavailable`."""
+
+    def send() -> None:
+        try:
+            task_send(name, *args, **options)
+        except (OperationalError, OSError) as exc:
+            logger.error("could not queue %s: %s", name, exc, extra={"task_name": name})
+            on_failure()
+            raise ServiceError(
+                "queue_unavailable",
+                "The background queue is unreachable right now, so this could not be "
+                "started. Try again in a minute.",
+                status=503,
+            ) from exc
+
+    transaction.on_commit(send)

@@ -11,6 +11,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from redis.exceptions import RedisError
 
 
 def user_group(user_id: int) -> str:
@@ -21,10 +22,22 @@ def session_group(session_id: str) -> str:
     return f"session.{session_id}"
 
 
+class RealtimeUnavailable(Exception):
+    """The channel layer cannot be reached (Valkey/Redis down or restarting)."""
+
+
+#: What a channel layer raises when its server is gone.
+LAYER_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, RedisError)
+
+
 async def apublish(group: str, event: dict[str, Any]) -> None:
-    """Send `event` (a websocket message body) to every socket in `group`."""
+    """Send `event` (a websocket message body) to every socket in `group`; raises
+    RealtimeUnavailable when the channel layer is down."""
     layer = get_channel_layer()
-    await layer.group_send(group, {"type": "client.event", "event": event})
+    try:
+        await layer.group_send(group, {"type": "client.event", "event": event})
+    except LAYER_ERRORS as exc:
+        raise RealtimeUnavailable(str(exc)) from exc
 
 
 def publish(group: str, event: dict[str, Any]) -> None:

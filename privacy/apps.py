@@ -8,6 +8,10 @@ class PrivacyConfig(AppConfig):
     verbose_name = "Privacy"
 
     def ready(self) -> None:
+        from core.leases import lease_kind_register
+
         from . import personal_data
+        from .models import ExportJob
 
         personal_data.register()
+        lease_kind_register("export", ExportJob)

@@ -28,7 +28,15 @@ from django.http import FileResponse
 from django.utils import timezone
 
 from core.exceptions import NotFound, ServiceError
-from core.queue import task_send
+from core.leases import (
+    Lease,
+    LeaseBusy,
+    lease_acquire,
+    lease_heartbeat,
+    lease_is_live,
+    lease_remaining,
+)
+from core.queue import task_send_on_commit
 
 from .export import build_export
 from .models import ExportJob
@@ -79,44 +87,93 @@ def export_filename(user: AbstractBaseUser, when: datetime | None = None) -> str
 
 
 def export_job_start(*, user: AbstractBaseUser) -> ExportJob:
-    """Queue an export for `user`, or return the one already queued or running (a second
-    click must not build two archives)."""
-    stale = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
+    """Queue an export for `user`, or return the one already queued or being built (a
+    second click must not build two archives). A build whose process died (its lease is no
+    longer renewed) is marked failed first. Raises ServiceError 503 when the task cannot be
+    queued; the job is then failed, not left queued."""
+    queued_since = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
     with transaction.atomic():
+        exports_fail_stalled(user=user)
         active = (
-            ExportJob.objects.filter(owner=user, status__in=["queued", "running"])
-            .filter(Q(started_at__isnull=True) | Q(started_at__gt=stale))
-            .filter(created_at__gt=stale)
+            ExportJob.objects.filter(owner=user)
+            .filter(
+                Q(status="queued", created_at__gt=queued_since)
+                | Q(status="running", lease_expires_at__gt=timezone.now())
+            )
             .first()
         )
         if active is not None:
             return active
         job = ExportJob.objects.create(owner=user, task_id=uuid.uuid4().hex)
-        job_id, task_id = job.pk, job.task_id
-        transaction.on_commit(lambda: task_send("accounts.export_build", job_id, task_id=task_id))
+        job_id = job.pk
+
+        def unqueued() -> None:
+            ExportJob.objects.filter(pk=job_id, status="queued").update(
+                status="failed",
+                error="The export could not be queued. Try again in a minute.",
+                finished_at=timezone.now(),
+            )
+
+        task_send_on_commit(
+            "accounts.export_build", job_id, task_id=job.task_id, on_failure=unqueued
+        )
     return job
+
+
+def exports_fail_stalled(*, user: AbstractBaseUser | None = None) -> int:
+    """Builds whose lease expired (the process died and no redelivery took them over) end
+    as failed, so they neither show "running" forever nor block a new export."""
+    stalled = ExportJob.objects.filter(status="running").exclude(
+        lease_expires_at__gt=timezone.now()
+    )
+    if user is not None:
+        stalled = stalled.filter(owner=user)
+    return stalled.update(
+        status="failed",
+        lease_owner="",
+        lease_expires_at=None,
+        error="The export stopped unexpectedly. Start it again.",
+        finished_at=timezone.now(),
+    )
 
 
 # --- running --------------------------------------------------------------------------------
 
 
-def _claim(job_id: int) -> bool:
-    stale = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
-    return (
-        ExportJob.objects.filter(pk=job_id)
-        .filter(Q(status="queued") | Q(status="running", started_at__lt=stale))
-        .update(status="running", started_at=timezone.now(), progress=0, stage="Starting")
-        == 1
-    )
-
-
 def export_job_run(*, job_id: int) -> str:
     """Build the archive of job `job_id`; returns the job's final status. Safe to run twice:
-    only the run that claims the job builds anything."""
-    if not _claim(job_id):
-        status = ExportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
-        return status or "gone"
-    job = ExportJob.objects.select_related("owner").get(pk=job_id)
+    only the lease holder builds; a dead build's lease is taken over and the build starts
+    again; raises LeaseBusy while a live build holds it."""
+    lease = lease_acquire(
+        ExportJob,
+        job_id,
+        kind="export",
+        when=Q(status__in=["queued", "running"]),
+        values={
+            "status": "running",
+            "started_at": timezone.now(),
+            "progress": 0,
+            "stage": "Starting",
+        },
+    )
+    if lease is None:
+        row = ExportJob.objects.filter(pk=job_id).values(
+            "status", "lease_owner", "lease_expires_at"
+        )
+        current = row.first()
+        if current is None:
+            return "gone"
+        if current["status"] == "running" and lease_is_live(
+            current["lease_owner"], current["lease_expires_at"]
+        ):
+            raise LeaseBusy(lease_remaining(ExportJob, job_id))
+        return current["status"]
+    with lease_heartbeat(lease):
+        return _build_holding(lease)
+
+
+def _build_holding(lease: Lease) -> str:
+    job = ExportJob.objects.select_related("owner").get(pk=lease.pk)
     target = export_path_new(user=job.owner)
     last = [0.0]
 
@@ -125,10 +182,7 @@ def export_job_run(*, job_id: int) -> str:
         if now - last[0] < PROGRESS_INTERVAL and pct < 100:
             return
         last[0] = now
-        changed = ExportJob.objects.filter(pk=job_id, status="running").update(
-            progress=max(0, min(100, pct)), stage=stage[:200]
-        )
-        if not changed:
+        if not lease.update(progress=max(0, min(100, pct)), stage=stage[:200]):
             raise Cancelled
 
     try:
@@ -138,15 +192,15 @@ def export_job_run(*, job_id: int) -> str:
         return "cancelled"
     except Exception as exc:
         target.unlink(missing_ok=True)
-        logger.exception("export %s failed", job_id)
-        ExportJob.objects.filter(pk=job_id).update(
+        logger.exception("export %s failed", job.pk)
+        lease.release(
             status="failed",
             error=f"The archive could not be built ({type(exc).__name__}). Try again.",
             finished_at=timezone.now(),
         )
         return "failed"
     now = timezone.now()
-    changed = ExportJob.objects.filter(pk=job_id, status="running").update(
+    if not lease.release(
         status="done",
         progress=100,
         stage="Ready",
@@ -154,9 +208,8 @@ def export_job_run(*, job_id: int) -> str:
         size=stats.size,
         finished_at=now,
         expires_at=now + timedelta(hours=settings.HERMES_EXPORT_EXPIRY_HOURS),
-    )
-    if not changed:
-        # Erased (or expired by hand) while we built it: the file must not outlive the row.
+    ):
+        # Erased, or taken over, while we built it: the file must not outlive the row.
         target.unlink(missing_ok=True)
         return "cancelled"
     return "done"
@@ -264,9 +317,10 @@ def export_files_of_delete(*, user_id: int) -> int:
 
 
 def exports_expire(*, now: datetime | None = None) -> int:
-    """Delete archives past their expiry (and leftovers of builds that died); returns how
-    many files were removed. Idempotent."""
+    """Delete archives past their expiry (and leftovers of builds that died), and fail builds
+    whose process died; returns how many files were removed. Idempotent."""
     now = now or timezone.now()
+    exports_fail_stalled()
     expired = list(ExportJob.objects.filter(status="done", expires_at__lte=now))
     removed = export_files_delete(jobs=expired)
     ExportJob.objects.filter(pk__in=[j.pk for j in expired]).update(

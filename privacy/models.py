@@ -9,8 +9,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.leases import LeaseFields
 
-class ExportJob(models.Model):
+
+class ExportJob(LeaseFields):
     """One "Download my data" archive, built by a Celery task and downloadable by its owner
     until `expires_at`. The row is the job: the task claims it (`running`) with a
     conditional UPDATE, reports `progress`, and finishes it (`done` or `failed`)."""

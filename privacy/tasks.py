@@ -4,8 +4,10 @@ They take ids, re-fetch, and are safe to run twice."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
+
+from core.leases import run_leased
 
 from .erase import erasure_scrub
 from .jobs import export_job_run
@@ -14,14 +16,16 @@ from .jobs import exports_expire as expire
 
 @shared_task(
     name="accounts.export_build",
+    bind=True,
     soft_time_limit=settings.HERMES_EXPORT_TASK_LIMIT,
     time_limit=settings.HERMES_EXPORT_TASK_LIMIT + 30,
     acks_late=True,
 )
-def export_build(job_id: int) -> dict[str, object]:
+def export_build(self: Task, job_id: int) -> dict[str, object]:
     """Build the archive of ExportJob `job_id`. The result holds no personal data (it is
-    kept in the result backend): only the job id and its final status."""
-    return {"job": job_id, "status": export_job_run(job_id=job_id)}
+    kept in the result backend): only the job id and its final status. A redelivery takes
+    over the lease of a build whose process died."""
+    return {"job": job_id, "status": run_leased(self, lambda: export_job_run(job_id=job_id))}
 
 
 @shared_task(name="accounts.exports_expire", time_limit=300)

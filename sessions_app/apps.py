@@ -8,13 +8,18 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
+        from core.leases import lease_kind_register
         from core.maintenance import housekeeping_register
 
-        from . import personal_data
+        from . import personal_data, turn_claim
         from .agent.tools import registry
         from .maintenance import streams_close_orphaned
+        from .models import SearchSummary, Session
         from .search.tool import TOOLS
 
         registry.register(*TOOLS)
         housekeeping_register("prune", "orphaned_streams", streams_close_orphaned)
         personal_data.register()
+        lease_kind_register(turn_claim.TURN, Session, on_dead=turn_claim.answers_interrupt)
+        lease_kind_register(turn_claim.COMPRESS, Session)
+        lease_kind_register("summary", SearchSummary)

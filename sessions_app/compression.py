@@ -28,14 +28,13 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from accounts.services import profile_get
-from core.queue import task_send
+from core.leases import Lease, LeaseBusy, lease_heartbeat, lease_remaining
 from core.realtime import notice_to_user, publish, session_group
 from memory.providers import MemoryManager
-from model_catalog.selectors import env_context_length
 from usage.cost import CallUsage
 from usage.services import session_bill
 
@@ -45,9 +44,10 @@ from .agent.offline_loop import run_offline_loop
 from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
 from .branches import path_link_new_session
+from .ending import session_end_notify
 from .models import Message, Session
 from .selectors import api_messages
-from .session_model import session_model_choice
+from .thresholds import estimate_tokens, threshold_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -80,65 +80,6 @@ SUMMARY_SECTIONS = (
     "## Open Questions",
     "## Critical Context",
 )
-
-
-# --- thresholds ---------------------------------------------------------------------------
-
-
-def context_length(session: Session) -> int:
-    """The window of the session's model (its catalog entry, or for the environment's model
-    HERMES_CONTEXT_LENGTH / the longest matching key of HERMES_CONTEXT_OVERRIDES)."""
-    choice = session_model_choice(session)
-    return choice.context_length if choice is not None else env_context_length(session.model)
-
-
-def threshold_tokens(session: Session) -> int:
-    usable = context_length(session) - settings.HERMES_REPLY_MAX_TOKENS
-    return max(1000, int(usable * settings.HERMES_COMPRESSION_THRESHOLD))
-
-
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    """chars/4 plus 10 per message, counting tool calls (Hermes' rough estimate)."""
-    total = 0
-    for m in messages:
-        total += len(str(m.get("content") or "")) // 4 + 10
-        for call in m.get("tool_calls") or []:
-            total += len(str(call.get("function", {}).get("arguments", ""))) // 4
-    return total
-
-
-def estimated_next_prompt(session: Session) -> int:
-    """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
-    for anything written after that call."""
-    last = (
-        session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
-        .order_by("-id")
-        .first()
-    )
-    rows = api_messages(session_id=session.pk, system_prompt="")
-    if last is None:
-        return estimate_tokens(rows)
-    newer = Message.objects.filter(session_id=session.pk, active=True, id__gt=last.id).values(
-        "content", "tool_calls"
-    )
-    return last.prompt_tokens + last.completion_tokens + estimate_tokens(list(newer))
-
-
-def needs_compression(session: Session) -> bool:
-    if session.ended_at is not None:
-        return False
-    if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
-        return False
-    return estimated_next_prompt(session) >= threshold_tokens(session)
-
-
-def compression_schedule(*, session_id: str) -> bool:
-    """After a turn: queue compression when the next prompt would pass the threshold."""
-    session = Session.objects.filter(pk=session_id).first()
-    if session is None or not needs_compression(session):
-        return False
-    transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))
-    return True
 
 
 # --- choosing what to keep ------------------------------------------------------------------
@@ -337,22 +278,34 @@ def next_title_in_lineage(*, owner: Any, title: str | None) -> str | None:
 def session_compress(*, session_id: str) -> str | None:
     """Compress and split the session; the continuation's id, or None if nothing was done.
 
-    Safe to call twice: only the caller that claims the session does the work.
+    Safe to call twice: only the holder of the conversation's lease does the work, and a
+    redelivered task takes over the lease of a compression whose process died. Raises
+    LeaseBusy while another live compression holds it (the task retries after it).
     """
     session = Session.objects.select_related("owner", "system_prompt").filter(pk=session_id).first()
-    if (
-        session is None
-        or session.ended_at is not None
-        or not turn_claim.acquire_for_compression(session_id=session_id)
-    ):
+    if session is None or session.ended_at is not None:
         return None
+    lease = turn_claim.acquire_for_compression(session_id=session_id)
+    if lease is None:
+        if turn_claim.is_compressing(session_id=session_id):
+            raise LeaseBusy(lease_remaining(Session, session_id))
+        return None  # a turn holds it: compression is scheduled again after that turn
+    with lease_heartbeat(lease):
+        return _compress_holding(session, lease)
+
+
+def _compress_holding(session: Session, lease: Lease) -> str | None:
+    """The compression proper. Call holding the conversation's compression lease."""
+    # What the summary works on; messages saved while it runs (a user's message waits here)
+    # move to the continuation at the split.
+    upto = session.messages.aggregate(n=Max("id"))["n"] or 0
     try:
         prompt = session.system_prompt.prompt if session.system_prompt else ""
-        conversation = api_messages(session_id=session.pk, system_prompt=prompt)[1:]
+        conversation = api_messages(session_id=session.pk, system_prompt=prompt, upto=upto)[1:]
         tail_budget = int(threshold_tokens(session) * settings.HERMES_COMPRESSION_TAIL_RATIO)
         plan = plan_compression(conversation, tail_budget=tail_budget)
         if plan is None:  # too few messages between head and tail yet; try after next turn
-            turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
+            lease.release()
             return None
         publish(
             session_group(session.pk),
@@ -387,8 +340,8 @@ def session_compress(*, session_id: str) -> str | None:
             ],
         )
     except llm.LLMError as exc:
-        logger.warning("compression of %s failed: %s", session_id, exc.message)
-        _cooldown(session, exc.message)
+        logger.warning("compression of %s failed: %s", session.pk, exc.message)
+        _cooldown(lease, exc.message)
         notice_to_user(
             user_id=session.owner_id,
             kind="compressed",
@@ -397,18 +350,17 @@ def session_compress(*, session_id: str) -> str | None:
         )
         return None
     except Exception:
-        logger.exception("compression of %s failed", session_id)
-        _cooldown(session, "internal error")
+        logger.exception("compression of %s failed", session.pk)
+        _cooldown(lease, "internal error")
         return None
     child = _split(
-        session,
-        plan,
-        summary,
-        usage,
-        provider_block=manager.system_prompt_block(),
-        usage_model=summary_model.model_id,
+        session, plan, summary, usage, lease=lease, upto=upto, usage_model=summary_model.model_id
     )
+    if child is None:
+        return None
+    session_freeze_prompt(session=child, provider_block=manager.system_prompt_block())
     manager.on_session_switch(child.pk, parent_session_id=session.pk)
+    session_end_notify(session=session, messages=conversation)
     note = "Earlier messages were compressed; the conversation continues."
     if saved:
         note += f" Saved to memory first: {len(saved)} entr{'y' if len(saved) == 1 else 'ies'}."
@@ -425,13 +377,12 @@ def session_compress(*, session_id: str) -> str | None:
     return child.pk
 
 
-def _cooldown(session: Session, error: str) -> None:
-    Session.objects.filter(pk=session.pk).update(
+def _cooldown(lease: Lease, error: str) -> None:
+    lease.release(
         compression_cooldown_until=timezone.now()
         + timedelta(seconds=settings.HERMES_COMPRESSION_COOLDOWN),
         compression_failure_error=error[:300],
     )
-    turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
 
 
 def _split(
@@ -440,20 +391,22 @@ def _split(
     summary: str,
     usage: llm.Usage,
     *,
-    provider_block: str,
+    lease: Lease,
+    upto: int,
     usage_model: str,
-) -> Session:
+) -> Session | None:
+    """End the session and open its continuation; None when the lease was lost meanwhile
+    (another process took the compression over and does the split)."""
     summary_role = "user" if not plan.head or plan.head[-1]["role"] != "user" else "assistant"
     carried_head = repair_tool_pairs(plan.head)
     carried_tail = repair_tool_pairs(plan.tail)
     now = timezone.now()
     with transaction.atomic():
-        Session.objects.filter(pk=session.pk).update(
-            ended_at=now,
-            end_reason=Session.EndReason.COMPRESSION,
-        )
-        # The ended session needs no claim: its continuation starts free.
-        turn_claim.release(session_id=session.pk, token=turn_claim.COMPRESS_TOKEN)
+        # Ending the session and freeing its lease is one conditional UPDATE: only the
+        # holder splits, and the continuation starts free.
+        if not lease.release(ended_at=now, end_reason=Session.EndReason.COMPRESSION):
+            logger.warning("compression of %s lost its lease; not splitting", session.pk)
+            return None
         child = Session.objects.create(
             owner=session.owner,
             parent=session,
@@ -480,10 +433,18 @@ def _split(
             )
         )
         rows += [_carried(child, m) for m in carried_tail]
-        Message.objects.bulk_create(rows)
+        # Messages written while the summary was made (a message sent meanwhile) continue
+        # the conversation in the continuation, after the carried ones (ids give the order).
+        later = list(Message.objects.filter(session=session, id__gt=upto).order_by("id"))
+        for message in later:
+            message.pk, message.session, message.parent = None, child, None
+        Message.objects.bulk_create([*rows, *later])
         path_link_new_session(session_id=child.pk)
-        Session.objects.filter(pk=child.pk).update(message_count=F("message_count") + len(rows))
-    session_freeze_prompt(session=child, provider_block=provider_block)
+        Message.objects.filter(session=session, id__gt=upto).delete()
+        Session.objects.filter(pk=session.pk).update(message_count=F("message_count") - len(later))
+        Session.objects.filter(pk=child.pk).update(
+            message_count=F("message_count") + len(rows) + len(later)
+        )
     return child
 
 

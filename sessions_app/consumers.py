@@ -8,6 +8,8 @@ chat.branch {session, message_id}. Server → client: see ARCHITECTURE.md and RE
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -15,13 +17,32 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from core.exceptions import ServiceError
-from core.realtime import session_group, user_group
+from core.realtime import LAYER_ERRORS, session_group, user_group
 
-from . import services
+from . import services, turn_claim
 from .agent import runner
+
+logger = logging.getLogger(__name__)
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except LAYER_ERRORS:
+            # The channel layer (Valkey/Redis) went away under this socket: say so before
+            # closing, so the tab shows why and reconnects (a running answer keeps its text).
+            logger.warning("channel layer lost; closing a chat socket")
+            event = {
+                "type": "error",
+                "session": None,
+                "code": "realtime_unavailable",
+                "message": "Live updates stopped (the server lost its message broker). "
+                "Reconnecting… your messages and answers so far are saved.",
+            }
+            await send({"type": "websocket.send", "text": json.dumps(event)})
+            await send({"type": "websocket.close", "code": 1013})
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated or not user.is_active:
@@ -167,8 +188,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _subscribe(self, content: dict[str, Any]) -> None:
         session_id = await self._owned(content.get("session"))
         await self._join(session_group(session_id))
-        # A running turn answers with a snapshot of the answer so far (any process).
-        await runner.request_sync(session_id, self.channel_name)
+        # A running turn answers with a snapshot of the answer so far (any process); with
+        # none running the tab learns it is idle (a lost `assistant.done` ends here).
+        holder = await database_sync_to_async(turn_claim.holder_kind)(session_id=session_id)
+        if holder == turn_claim.TURN:
+            await runner.request_sync(session_id, self.channel_name)
+        else:
+            await database_sync_to_async(turn_claim.answers_close_abandoned)(session_id=session_id)
+            await self.send_json(
+                {
+                    "type": "session.idle",
+                    "session": session_id,
+                    "compressing": holder == turn_claim.COMPRESS,
+                }
+            )
 
     async def _error(self, session_id: str | None, code: str, message: str) -> None:
         await self.send_json(

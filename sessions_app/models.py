@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.leases import LeaseFields
+
 
 def new_session_id() -> str:
     """Hermes' session id format: `YYYYMMDD_HHMMSS_<6 hex>` (UTC)."""
@@ -37,7 +39,10 @@ class SystemPrompt(models.Model):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class Session(models.Model):
+class Session(LeaseFields):
+    """A conversation. Its lease (kinds `turn` and `compress`, see sessions_app/turn_claim.py)
+    lets one turn or one compression work on it at a time, across processes."""
+
     class EndReason(models.TextChoices):
         COMPRESSION = "compression", "Compressed into a continuation"
         USER = "user", "Ended by the user"
@@ -84,10 +89,6 @@ class Session(models.Model):
     # Temporary chats neither read nor write memory, are not searchable, and are deleted
     # after HERMES_TEMPORARY_CHAT_DAYS.
     temporary = models.BooleanField(default=False)
-    # Claimed by the process running a turn (one turn per conversation at a time, across
-    # processes); a crashed holder's claim goes stale after a timeout.
-    turn_token = models.CharField(max_length=32, blank=True, default="")
-    turn_started_at = models.DateTimeField(null=True, blank=True)
     # After a failed compression the conversation goes on uncompressed until this time.
     compression_cooldown_until = models.DateTimeField(null=True, blank=True)
     compression_failure_error = models.CharField(max_length=300, blank=True, default="")
@@ -222,7 +223,7 @@ class StateMeta(models.Model):
 # ======================================================================================
 
 
-class SearchSummary(models.Model):
+class SearchSummary(LeaseFields):
     """One summary of one conversation focused on one query, written by a Celery task.
 
     The row is the cache *and* the job: a request creates it `pending`, the task claims it

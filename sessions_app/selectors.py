@@ -66,7 +66,9 @@ def message_ids_matching(
         return [row[0] for row in cursor.fetchall()]
 
 
-def api_messages(*, session_id: str, system_prompt: str) -> list[dict[str, Any]]:
+def api_messages(
+    *, session_id: str, system_prompt: str, upto: int | None = None
+) -> list[dict[str, Any]]:
     """The conversation as the model receives it: the frozen system prompt, then every
     message of the selected path (other branches never reach the model) in order,
     byte-for-byte the same as in earlier calls (so each request extends the previous one
@@ -74,10 +76,12 @@ def api_messages(*, session_id: str, system_prompt: str) -> list[dict[str, Any]]
 
     User messages carry the recall fence they were first sent with. Empty assistant
     placeholders are skipped, and unmatched tool calls/results are dropped, because the API
-    refuses a tool call without its result (a crash mid-call can leave one behind).
+    refuses a tool call without its result (a crash mid-call can leave one behind). With
+    `upto`, only messages with ids up to it (what a compression works on).
     """
+    bound = {"id__lte": upto} if upto is not None else {}
     rows = list(
-        Message.objects.filter(session_id=session_id, active=True)
+        Message.objects.filter(session_id=session_id, active=True, **bound)
         .exclude(role=Message.Role.SYSTEM)
         .order_by("id")
         .values("role", "content", "context_block", "tool_calls", "tool_call_id", "tool_name")

@@ -17,11 +17,13 @@ from django.utils import timezone
 
 from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
-from model_catalog.selectors import default_choice
+from core.leases import Lease
+from model_catalog.selectors import ModelChoice, default_choice
 from usage.cost import CallUsage
 from usage.services import session_counters
 
 from . import branches, turn_claim
+from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
 from .session_model import (
@@ -30,6 +32,7 @@ from .session_model import (
     session_entry,
     session_model_apply,
 )
+from .thresholds import compression_schedule
 
 TITLE_MAX = 100
 _INVISIBLE = re.compile(
@@ -77,13 +80,21 @@ def _unique_title(*, user: AbstractBaseUser, base: str, exclude: str | None = No
 
 @dataclass(frozen=True)
 class TurnStart:
+    """A turn that may start (`lease` held, `assistant_message` streaming), or a message
+    saved while the conversation is compressed (`lease` None): the caller waits for the
+    compression, then answers it with ``turn_begin(..., pending=True)``."""
+
     session: Session
     created: bool
     user_message: Message | None
-    assistant_message: Message
-    token: str
+    assistant_message: Message | None
+    lease: Lease | None
     #: The id the client asked for when the conversation had moved on to a continuation.
     switched_from: str | None = None
+
+    @property
+    def token(self) -> str:
+        return self.lease.owner if self.lease else ""
 
 
 def check_message_text(text: Any) -> str:
@@ -100,22 +111,12 @@ def check_message_text(text: Any) -> str:
     return text
 
 
-def claim_or_refuse(session: Session) -> str:
-    """Claim the conversation for a turn or a branch change; a clear refusal if busy."""
-    token = turn_claim.acquire_for_turn(session_id=session.pk)
-    if token:
-        return token
-    if turn_claim.is_compressing(session_id=session.pk):
-        raise ServiceError(
-            "compressing",
-            "Earlier messages are being compressed; your message follows in a moment.",
-            session=session.pk,
-        )
-    raise ServiceError(
-        "turn_in_progress",
-        "The agent is still answering in this conversation. Wait or press Stop.",
-        session=session.pk,
-    )
+def claim_or_refuse(session: Session) -> Lease:
+    """Lease the conversation for a turn or a branch change; a clear refusal if busy."""
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
+    if lease is None:
+        _refuse_busy(session, compressing=turn_claim.is_compressing(session_id=session.pk))
+    return lease
 
 
 def turn_begin(
@@ -127,79 +128,81 @@ def turn_begin(
     temporary: bool = False,
     model: str | None = None,
     message_id: Any = None,
+    pending: bool = False,
 ) -> TurnStart:
-    """Persist the user's message (before any model call) and claim the conversation
-    (see turn_claim); the caller releases the claim with ``turn_claim.release`` when done.
+    """Persist the user's message first (before any model call and before any wait), then
+    lease the conversation (see turn_claim); the caller releases ``start.lease`` when done.
 
     The new message continues the selected path (see branches). With `message_id` and
     `text` it is an edit: a new alternative of that user message, and the path goes on
     from it. With `regenerate`, no new message: the answer `message_id` (default: the last
     one) gets a new alternative, answered again; the earlier answers stay as alternatives.
-    `temporary` applies to a new conversation. `model` (a catalog reference) picks the
-    model of a new conversation, or switches an existing one to it first (see
-    session_model).
+    `model` (a catalog reference) picks the model of a new conversation, or switches an
+    existing one to it first (see session_model). `temporary` applies to a new
+    conversation.
+
+    While a compression holds the conversation — or when this message alone takes it past
+    the compression threshold, which compresses it first (preflight) — a new message is
+    saved and a TurnStart without a lease returned; with `pending` that saved message is
+    answered later. Edits, regenerations and model switches need the lease: they are
+    refused while the conversation is busy.
     """
-    quota_check(user=user)
-    if not regenerate:
+    if not pending:
+        quota_check(user=user)
+    if not (regenerate or pending):
         text = check_message_text(text)
     choice = check_model_choice(model) if model else None
+    plain = not (regenerate or pending or message_id is not None)
     with transaction.atomic():
-        created = False
-        if session_id is None:
-            if regenerate or message_id is not None:
-                raise NotFound("conversation")
-            choice = choice or default_choice()
-            session = Session.objects.create(
-                owner=user,
-                title=_unique_title(user=user, base=_derived_title(text or "")),
-                title_source=Session.TitleSource.DERIVED,
-                model=choice.model_id,
-                model_config=model_config_for(choice),
-                temporary=temporary,
-            )
-            created = True
-        elif message_id is not None:
-            # An edit or a regeneration names a message of this very part: no redirect to
-            # a continuation, the id must be in the session asked for.
-            session = access_session(user=user, session_id=session_id)
-            branches.check_open_part(session, message_id)
-        else:
-            session = access_session(user=user, session_id=session_id)
-            if session.end_reason == Session.EndReason.COMPRESSION:
-                # The conversation goes on in its newest continuation.
-                session = compression_tip(session)
-        token = claim_or_refuse(session)
-        try:
-            if choice is not None and session_entry(session) != choice.ref:
-                session_model_apply(
-                    session=session, choice=choice, text=f"Switched to {choice.name}"
-                )
-            parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
-        except ServiceError:
-            turn_claim.release(session_id=session.pk, token=token)
-            raise
-        # An answer left "streaming" by a process that died is closed as interrupted.
-        session.messages.filter(status=Message.Status.STREAMING).update(
-            status=Message.Status.INTERRUPTED
+        session, created = _turn_session(
+            user=user,
+            session_id=session_id,
+            text=text,
+            new=plain,
+            message_id=message_id,
+            temporary=temporary,
+            choice=choice,
         )
-        user_message = None
+        switch = choice is not None and session_entry(session) != choice.ref
+        lease = turn_claim.acquire_for_turn(session_id=session.pk)
+        compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
+        if lease is None and (switch or not plain or not compressing):
+            # Only a plain new message is saved to wait for a compression.
+            _refuse_busy(session, compressing=compressing)
+        if lease is not None:
+            # An answer still "streaming" in a conversation nobody else holds belongs to a
+            # holder that died: it is closed as interrupted, its text kept.
+            turn_claim.answers_interrupt([session.pk])
+        if switch:
+            session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
         now = timezone.now()
-        if not regenerate:
-            user_message = Message.objects.create(
+        user_message = None
+        if pending:
+            user_message = parent = _pending_user_message(session)
+        else:
+            parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
+        if not (regenerate or pending):
+            user_message = parent = Message.objects.create(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
-            parent = user_message
-        assistant = Message.objects.create(
-            session=session,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            model=session.model,
-            timestamp=now,
-            parent=parent,
-        )
-        Session.objects.filter(pk=session.pk).update(
-            message_count=F("message_count") + (1 if regenerate else 2), last_activity_at=now
-        )
+            Session.objects.filter(pk=session.pk).update(
+                message_count=F("message_count") + 1, last_activity_at=now
+            )
+            if lease is not None and not created and _preflight(session, lease):
+                lease = None
+        assistant = None
+        if lease is not None:
+            assistant = Message.objects.create(
+                session=session,
+                role=Message.Role.ASSISTANT,
+                status=Message.Status.STREAMING,
+                model=session.model,
+                timestamp=now,
+                parent=parent,
+            )
+            Session.objects.filter(pk=session.pk).update(
+                message_count=F("message_count") + 1, last_activity_at=now
+            )
         if regenerate or message_id is not None:
             first = user_message or assistant
             branches.branch_changed_on_commit(
@@ -207,7 +210,74 @@ def turn_begin(
             )
     session.refresh_from_db()
     switched = session_id if session_id and session_id != session.pk else None
-    return TurnStart(session, created, user_message, assistant, token, switched)
+    return TurnStart(session, created, user_message, assistant, lease, switched)
+
+
+def _turn_session(
+    *,
+    user: AbstractBaseUser,
+    session_id: str | None,
+    text: str | None,
+    new: bool,
+    message_id: Any,
+    temporary: bool,
+    choice: ModelChoice | None,
+) -> tuple[Session, bool]:
+    """The conversation a turn works on (created for a new chat), and whether it is new."""
+    if session_id is None:
+        if not new:
+            raise NotFound("conversation")
+        choice = choice or default_choice()
+        session = Session.objects.create(
+            owner=user,
+            title=_unique_title(user=user, base=_derived_title(text or "")),
+            title_source=Session.TitleSource.DERIVED,
+            model=choice.model_id,
+            model_config=model_config_for(choice),
+            temporary=temporary,
+        )
+        return session, True
+    session = access_session(user=user, session_id=session_id)
+    if message_id is not None:
+        # An edit or a regeneration names a message of this very part: no redirect to a
+        # continuation, the id must be in the session asked for.
+        branches.check_open_part(session, message_id)
+    elif session.end_reason == Session.EndReason.COMPRESSION:
+        # The conversation goes on in its newest continuation.
+        session = compression_tip(session)
+    return session, False
+
+
+def _refuse_busy(session: Session, *, compressing: bool) -> None:
+    if compressing:
+        raise ServiceError(
+            "compressing",
+            "Earlier messages are being compressed; your message is saved and will be answered.",
+            session=session.pk,
+        )
+    raise ServiceError(
+        "turn_in_progress",
+        "The agent is still answering in this conversation. Wait or press Stop.",
+        session=session.pk,
+    )
+
+
+def _pending_user_message(session: Session) -> Message:
+    """The user message saved while a compression held the conversation: the last one on
+    the selected path, with nothing after it yet. Call holding the lease."""
+    tip = branches.path_tip(session_id=session.pk)
+    if tip is None or tip.role != Message.Role.USER:
+        raise ServiceError("nothing_to_regenerate", "There is no message waiting for an answer.")
+    return tip
+
+
+def _preflight(session: Session, lease: Lease) -> bool:
+    """A message that takes the conversation past the compression threshold compresses it
+    before the model call (Hermes' preflight): the lease goes back to the compression."""
+    if not compression_schedule(session_id=session.pk):
+        return False
+    lease.release()
+    return True
 
 
 def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Message | None:
@@ -340,7 +410,7 @@ def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -
     conversation, and for a compressed (ended) part."""
     session = access_session(user=user, session_id=session_id)
     target = branches.check_open_part(session, message_id)
-    token = claim_or_refuse(session)
+    lease = claim_or_refuse(session)
     try:
         with transaction.atomic():
             if target.active:
@@ -354,7 +424,7 @@ def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -
                 session_id=session.pk, after=target.parent_id or 0, message_id=target.pk
             )
     finally:
-        turn_claim.release(session_id=session.pk, token=token)
+        lease.release()
     return path
 
 
@@ -393,8 +463,11 @@ def session_set_flags(
 
 
 def session_delete(*, user: AbstractBaseUser, session_id: str) -> None:
-    """Delete a conversation with its whole compression lineage (one row in the list)."""
+    """Delete a conversation with its whole compression lineage (one row in the list); the
+    memory provider hears that its open part ended."""
     session = access_session(user=user, session_id=session_id)
+    for open_part in Session.objects.filter(pk__in=lineage_ids(session), ended_at__isnull=True):
+        session_end_notify(session=open_part)
     with transaction.atomic():
         Session.objects.filter(owner=user, pk__in=lineage_ids(session)).delete()
 

@@ -19,6 +19,7 @@ from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
 from model_catalog.selectors import ModelChoice, choice_for, default_choice
 
+from . import turn_claim
 from .branches import path_tip
 from .models import Message, Session
 
@@ -94,7 +95,7 @@ def session_model_switch(*, user: AbstractBaseUser, session_id: str, ref: str) -
             raise NotFound("conversation")
         if session.ended_at is not None:
             raise ServiceError("session_ended", "This conversation has ended.")
-        if session.turn_token:
+        if turn_claim.holder_kind(session_id=session.pk):
             raise ServiceError(
                 "turn_in_progress",
                 "The agent is still answering in this conversation. Wait or press Stop.",

@@ -1,64 +1,71 @@
-"""The conversation claim: at most one turn, or one compression, works on a conversation at
+"""The conversation lease: at most one turn, or one compression, works on a conversation at
 a time, across processes.
 
-The claim is ``Session.turn_token`` with ``turn_started_at``: "" means free, a random hex
-token means a chat turn holds it, :data:`COMPRESS_TOKEN` means compression does. Every
-claim is taken with a conditional UPDATE that must change exactly one row, so two
-processes racing for a conversation cannot both win, and released with an UPDATE
-conditional on the holder's token, so a late release never frees someone else's claim.
-
-A holder that dies leaves its claim behind: a turn's claim older than
-``HERMES_TURN_STALE_SECONDS`` counts as abandoned (see :func:`stale_cutoff`) and the next
-turn takes it over. Compression ends by ending the session, or releases on failure.
+It is the session's lease (core/leases.py) of kind :data:`TURN` or :data:`COMPRESS`: taken
+with a conditional UPDATE that must change exactly one row, renewed by the holder's
+heartbeat, released with an UPDATE conditional on the owner. A holder that dies stops
+renewing: its lease expires after ``HERMES_LEASE_SECONDS`` (at once when it was a process
+of this host) and the next turn or compression takes the conversation over. A turn's answer
+left ``streaming`` by a dead holder becomes ``interrupted`` with its text
+(:func:`answers_interrupt`), at takeover and when a process starts.
 """
 
 from __future__ import annotations
 
-import secrets
-from datetime import datetime, timedelta
+from typing import Any
 
-from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
-from .models import Session
+from core.leases import Lease, lease_acquire, lease_is_live, owner_kind
 
-COMPRESS_TOKEN = "compress"
+from .models import Message, Session
 
-
-def stale_cutoff(now: datetime | None = None) -> datetime:
-    """Claims taken before this moment belong to a process that died."""
-    return (now or timezone.now()) - timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS)
+TURN = "turn"
+COMPRESS = "compress"
 
 
-def acquire_for_turn(*, session_id: str) -> str:
-    """Claim the conversation for a chat turn: the new token, or "" if it is busy.
-
-    A free conversation is taken; a stale claim (of a turn or a compression) is taken over.
-    """
-    token = secrets.token_hex(8)
-    now = timezone.now()
-    changed = Session.objects.filter(pk=session_id, turn_token="").update(
-        turn_token=token, turn_started_at=now
-    ) or Session.objects.filter(pk=session_id, turn_started_at__lt=stale_cutoff(now)).update(
-        turn_token=token, turn_started_at=now
-    )
-    return token if changed == 1 else ""
+def acquire_for_turn(*, session_id: str) -> Lease | None:
+    """Lease the conversation for a chat turn; None while a live turn or compression holds it."""
+    return lease_acquire(Session, session_id, kind=TURN)
 
 
-def acquire_for_compression(*, session_id: str) -> bool:
-    """Claim a free, still open conversation for compression; False if busy or ended."""
-    changed = Session.objects.filter(pk=session_id, turn_token="", ended_at__isnull=True).update(
-        turn_token=COMPRESS_TOKEN, turn_started_at=timezone.now()
-    )
-    return changed == 1
+def acquire_for_compression(*, session_id: str) -> Lease | None:
+    """Lease a still open conversation for compression; None if busy or ended."""
+    return lease_acquire(Session, session_id, kind=COMPRESS, when=Q(ended_at__isnull=True))
 
 
-def release(*, session_id: str, token: str) -> None:
-    """Free the claim if ``token`` still holds it (a no-op after a takeover)."""
-    Session.objects.filter(pk=session_id, turn_token=token).update(
-        turn_token="", turn_started_at=None
-    )
+def holder_kind(*, session_id: str) -> str:
+    """The kind of the live lease on the conversation ("turn", "compress"), or ""."""
+    row = Session.objects.filter(pk=session_id).values_list("lease_owner", "lease_expires_at")
+    current = row.first()
+    if current is None or not lease_is_live(*current):
+        return ""
+    return owner_kind(current[0])
 
 
 def is_compressing(*, session_id: str) -> bool:
-    return Session.objects.filter(pk=session_id, turn_token=COMPRESS_TOKEN).exists()
+    return holder_kind(session_id=session_id) == COMPRESS
+
+
+def answers_interrupt(session_ids: list[Any]) -> int:
+    """Answers left "streaming" in these conversations by a holder that died become
+    "interrupted", keeping the text saved so far."""
+    return Message.objects.filter(
+        session_id__in=session_ids, status=Message.Status.STREAMING
+    ).update(status=Message.Status.INTERRUPTED, finish_reason="process_died")
+
+
+def answers_close_abandoned(*, session_id: str | None = None) -> int:
+    """Answers still "streaming" where no live turn holds the conversation (its holder died
+    and nobody took over yet) become "interrupted", text kept. One UPDATE, so a turn that
+    takes the conversation meanwhile keeps its own answer."""
+    rows = Message.objects.filter(status=Message.Status.STREAMING)
+    if session_id is not None:
+        rows = rows.filter(session_id=session_id)
+    live = Q(
+        session__lease_owner__startswith=f"{TURN}@", session__lease_expires_at__gt=timezone.now()
+    )
+    return rows.exclude(live).update(
+        status=Message.Status.INTERRUPTED, finish_reason="process_died"
+    )

@@ -47,6 +47,8 @@ END_NOTES = {
     "bad_request": "The model rejected the request.",
     "context_too_long": "The conversation is too long for the model's context window.",
     "interrupted": "The connection to the model was cut mid-answer.",
+    "process_died": "The server stopped while answering. Press Regenerate for a full answer.",
+    "realtime_unavailable": "The server lost its message broker mid-answer.",
     "internal_error": "Something went wrong on our side.",
 }
 
@@ -170,6 +172,7 @@ def chat(request: HttpRequest, session_id: str | None = None) -> HttpResponse:
             "display_title": display_title(session) if session else "",
             "streaming": streaming,
             "max_chars": settings.HERMES_MAX_MESSAGE_CHARS,
+            "heartbeat": settings.HERMES_LEASE_HEARTBEAT,
             "temporary_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
             "models": picker_entries(),
             "current_model": session_entry(session) if session else "",

@@ -8,10 +8,13 @@ class SkillsAppConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
+        from core.leases import lease_kind_register
         from sessions_app.agent.tools import registry
 
         from . import personal_data
+        from .models import ReviewRun
         from .tools import TOOLS
 
         registry.register(*TOOLS)
         personal_data.register()
+        lease_kind_register("review", ReviewRun)

@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.leases import LeaseFields
+
 
 class Skill(models.Model):
     owner = models.ForeignKey(
@@ -175,7 +177,7 @@ class SessionSkillState(models.Model):
         return f"skill state of {self.session_id}"
 
 
-class ReviewRun(models.Model):
+class ReviewRun(LeaseFields):
     """One background review of one turn. Unique per (session, last message) so a turn is
     reviewed at most once however often the task is delivered."""
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
+
+from core.leases import run_leased
 
 from .services.review import review_run_execute
 
@@ -15,7 +17,9 @@ from .services.review import review_run_execute
     soft_time_limit=settings.HERMES_REVIEW_TIME_LIMIT + 30,
     time_limit=settings.HERMES_REVIEW_TIME_LIMIT + 60,
     acks_late=True,
+    bind=True,
 )
-def review_session(run_id: int) -> str:
-    """Run the background review recorded as ReviewRun `run_id` (see services.review)."""
-    return review_run_execute(run_id=run_id)
+def review_session(self: Task, run_id: int) -> str:
+    """Run the background review recorded as ReviewRun `run_id` (see services.review); a
+    redelivery takes over the lease of a run whose process died."""
+    return run_leased(self, lambda: review_run_execute(run_id=run_id))

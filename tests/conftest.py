@@ -212,13 +212,16 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str):
-    """A real `celery worker` process (solo pool) on the test database and `redis_url` as
-    broker, consuming `queue`; extra environment (e.g. the scripted model's address) in
-    `env`. Yields a WorkerHandle; the process and its group are stopped on exit."""
+def running_worker(
+    redis_url: str, log: Path, *, queue: str = RUN_ID, pool: str = "solo", **env: str
+):
+    """A real `celery worker` process (solo pool, or `prefork` for one pool child) on the
+    test database and `redis_url` as broker, consuming `queue`; extra environment (e.g. the
+    scripted model's address) in `env`. Yields a WorkerHandle; the process and its group are
+    stopped on exit."""
     argv = [
         sys.executable, "-m", "celery", "-A", "hermes_site", "worker",
-        "--loglevel", "INFO", "--concurrency", "1", "--pool", "solo",
+        "--loglevel", "INFO", "--concurrency", "1", "--pool", pool,
         "--without-gossip", "--without-mingle", "--without-heartbeat",
         "-Q", queue, "-n", f"{queue}@%h",
     ]  # fmt: skip
@@ -241,7 +244,7 @@ def running_worker(redis_url: str, log: Path, *, queue: str = RUN_ID, **env: str
             what="the Celery worker to start",
         )
         assert proc.poll() is None, log.read_text()
-        yield WorkerHandle(redis_url=redis_url, queue=queue, log=log)
+        yield WorkerHandle(redis_url=redis_url, queue=queue, log=log, pid=proc.pid)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -291,12 +294,19 @@ def scripted_worker(
 
 
 class WorkerHandle:
-    def __init__(self, *, redis_url: str, queue: str, log: Path) -> None:
+    def __init__(self, *, redis_url: str, queue: str, log: Path, pid: int = 0) -> None:
         from hermes_site.settings.deployment import _celery_redis_url
 
         self.broker_url = _celery_redis_url(redis_url)
         self.queue = queue
         self.log = log
+        #: The worker's main process (its pool children are its children).
+        self.pid = pid
+
+    def children(self) -> list[int]:
+        """Pids of the worker's pool children (prefork)."""
+        path = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
 
     def send(self, task_name: str, *args, **kwargs):
         """Publish a task to the worker through the real broker (never inline)."""

@@ -26,12 +26,6 @@ HERMES_TEMPORARY_CHAT_DAYS = declare_int(
 HERMES_MAX_TOOL_ITERATIONS = declare_int(
     "HERMES_MAX_TOOL_ITERATIONS", 12, min=1, help="Rounds of tool calls per answer."
 )
-HERMES_TURN_STALE_SECONDS = declare_int(
-    "HERMES_TURN_STALE_SECONDS",
-    900,
-    min=1,
-    help="Age after which a turn still running is taken as abandoned.",
-)
 HERMES_STREAM_SAVE_INTERVAL = declare_float(
     "HERMES_STREAM_SAVE_INTERVAL", 1.0, min=0, help="Seconds between saves of a streaming answer."
 )

@@ -171,6 +171,20 @@ CELERY_TASK_SOFT_TIME_LIMIT = declare_int(
     min=1,
     help="Soft time limit of a Celery task (seconds).",
 )
+# Leases (core/leases.py): how long a holder's claim on its work lasts without a renewal,
+# and how often a holder renews it. A crashed holder's work is taken over after the former.
+HERMES_LEASE_SECONDS = declare_int(
+    "HERMES_LEASE_SECONDS",
+    30,
+    min=2,
+    help="Seconds a lease on a piece of work lasts without a heartbeat.",
+)
+HERMES_LEASE_HEARTBEAT = declare_float(
+    "HERMES_LEASE_HEARTBEAT",
+    10.0,
+    min=0.1,
+    help="Seconds between heartbeats renewing a lease (well under HERMES_LEASE_SECONDS).",
+)
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -32,6 +32,12 @@ HERMES_PROVIDER_PREFETCH_TIMEOUT = declare_float(
     min=0.1,
     help="Seconds a provider may take to recall before a message goes without it.",
 )
+HERMES_PROVIDER_MIRROR_TIMEOUT = declare_float(
+    "HERMES_PROVIDER_MIRROR_TIMEOUT",
+    5.0,
+    min=0.1,
+    help="Seconds a memory write waits for the provider to mirror it (then in background).",
+)
 # Beside installed packages' entry points (group "hermes_web.memory_providers") and the
 # built-in "local" (memory/providers/local.py).
 HERMES_MEMORY_PROVIDERS = declare_json(

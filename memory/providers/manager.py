@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
+from django.db import connection, connections
 
 from ..fence import build_memory_context_block
 from .base import MemoryProvider
@@ -367,9 +367,53 @@ def mirror_memory_write(
     replaced: dict[int, str] | None = None,
 ) -> None:
     """Tell the user's external provider about a committed built-in memory write (Hermes
-    mirrors add/replace/remove via `on_memory_write`). Never raises: the write stands."""
-    if not active_provider_name():
+    mirrors add/replace/remove via `on_memory_write`). Never raises: the write stands. A slow
+    provider holds the writer up for HERMES_PROVIDER_MIRROR_TIMEOUT seconds at most (logged);
+    the mirror then finishes in the background, in order with the user's other hooks."""
+    name = active_provider_name()
+    if not name:
         return
+    mirror = {
+        "user": user,
+        "session_id": session_id,
+        "origin": origin,
+        "message_id": message_id,
+        "target": target,
+        "operations": operations,
+        "replaced": replaced,
+    }
+    if connection.in_atomic_block:
+        # Another thread could not see this transaction's rows (inline tasks in tests).
+        _mirror(**mirror)
+        return
+    done = _submit_in_order(
+        (name, getattr(user, "pk", None)),
+        _mirror,
+        **mirror,
+    )
+    timeout = settings.HERMES_PROVIDER_MIRROR_TIMEOUT
+    try:
+        done.result(timeout=timeout)
+    except TimeoutError:
+        logger.warning(
+            "mirroring a memory write to the memory provider %r took longer than %ss; "
+            "it goes on in the background",
+            name,
+            timeout,
+            extra={"provider": name, "timeout_s": timeout},
+        )
+
+
+def _mirror(
+    *,
+    user: Any,
+    session_id: str | None,
+    origin: str,
+    message_id: int | None,
+    target: str,
+    operations: list[dict[str, Any]],
+    replaced: dict[int, str] | None,
+) -> None:
     try:
         manager = MemoryManager.for_user(user)
         if manager.external is None:

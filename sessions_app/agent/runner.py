@@ -14,6 +14,8 @@ then the after-turn hooks).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -26,14 +28,15 @@ from django.conf import settings
 
 from accounts.services import profile_get
 from core.exceptions import ServiceError
-from core.realtime import apublish, session_group
+from core.leases import lease_heartbeat_async
+from core.realtime import RealtimeUnavailable, apublish, session_group
 from memory.providers import MemoryManager
 from usage.cost import CallUsage
 
-from .. import selectors, services, turn_claim
-from ..compression import compression_schedule
+from .. import selectors, services
 from ..models import Message
 from ..session_model import session_model_for_turn
+from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
@@ -74,32 +77,47 @@ async def begin_turn(
     message_id: Any = None,
     on_wait: Callable[[], Awaitable[None]] | None = None,
 ) -> services.TurnStart:
-    """Check and persist (the user's message first), claim the conversation. Raises
-    ServiceError on bad input, someone else's session or a turn already running.
+    """Persist the user's message, then lease the conversation. Raises ServiceError on bad
+    input, someone else's session or a turn already running.
 
-    While the conversation is being compressed the message waits (calling `on_wait` once)
-    and then goes to the new continuation.
+    While the conversation is being compressed (or is compressed first because this message
+    takes it past the threshold) the message is already saved: we wait for the compression
+    (calling `on_wait` once), then answer it in the new continuation. After
+    HERMES_COMPRESSION_WAIT the message stays saved and the error says so.
     """
+    start = await database_sync_to_async(services.turn_begin)(
+        user=user,
+        session_id=session_id,
+        text=text,
+        regenerate=regenerate,
+        temporary=temporary,
+        model=model,
+        message_id=message_id,
+    )
+    if start.lease is not None:
+        return start
+    if on_wait is not None:
+        await on_wait()
     deadline = time.monotonic() + settings.HERMES_COMPRESSION_WAIT
-    waited = False
     while True:
+        await asyncio.sleep(0.2)
         try:
-            return await database_sync_to_async(services.turn_begin)(
-                user=user,
-                session_id=session_id,
-                text=text,
-                regenerate=regenerate,
-                temporary=temporary,
-                model=model,
-                message_id=message_id,
+            pending = await database_sync_to_async(services.turn_begin)(
+                user=user, session_id=start.session.pk, text=None, pending=True
             )
         except ServiceError as exc:
-            if exc.code != "compressing" or time.monotonic() > deadline:
+            if exc.code != "compressing":
                 raise
-            if on_wait is not None and not waited:
-                await on_wait()
-            waited = True
-            await asyncio.sleep(0.5)
+            if time.monotonic() < deadline:
+                continue
+            raise ServiceError(
+                "compressing",
+                "Earlier messages are still being compressed. Your message is saved: press "
+                "Regenerate in a moment to get the answer.",
+                session=start.session.pk,
+            ) from None
+        switched = session_id if session_id and session_id != pending.session.pk else None
+        return dataclasses.replace(pending, created=start.created, switched_from=switched)
 
 
 def launch_turn(start: services.TurnStart, *, user: Any) -> asyncio.Task[None]:
@@ -149,6 +167,10 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
     turn = _Turn(start, user, TurnEvents(start.session.pk), StreamState(start.assistant_message.id))
     control = TurnControl(turn.session_id, start.token)
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
+    assert start.lease is not None
+    heartbeat = asyncio.get_running_loop().create_task(
+        lease_heartbeat_async(start.lease, on_beat=lambda: _alive(turn))
+    )
     setup: _Setup | None = None
     answered = False
     try:
@@ -158,20 +180,30 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         await _close_unfinished(turn, status="interrupted", reason="stopped")
         raise
     except llm.LLMError as exc:
-        status = "interrupted" if turn.state.text else "failed"
-        await _close_unfinished(turn, status=status, reason=exc.code.value)
-        await turn.events.emit({"type": "error", "code": exc.code.value, "message": exc.message})
+        await _close_unfinished(turn, status=_unfinished(turn), reason=exc.code.value)
+        with contextlib.suppress(RealtimeUnavailable):
+            await turn.events.emit(
+                {"type": "error", "code": exc.code.value, "message": exc.message}
+            )
+    except RealtimeUnavailable:
+        # The channel layer (Valkey/Redis) went away: the tabs learn it from their socket
+        # (see consumers), the answer keeps its text.
+        logger.warning("channel layer lost during the turn in session %s", turn.session_id)
+        await _close_unfinished(turn, status=_unfinished(turn), reason="realtime_unavailable")
     except Exception:
         logger.exception("chat turn failed in session %s", turn.session_id)
-        await _close_unfinished(turn, status="failed", reason="internal_error")
-        await turn.events.emit(
-            {
-                "type": "error",
-                "code": "internal_error",
-                "message": "Something went wrong on our side. Your message is saved; try again.",
-            }
-        )
+        await _close_unfinished(turn, status=_unfinished(turn), reason="internal_error")
+        with contextlib.suppress(RealtimeUnavailable):
+            await turn.events.emit(
+                {
+                    "type": "error",
+                    "code": "internal_error",
+                    "message": "Something went wrong on our side. Your message is saved; "
+                    "try again.",
+                }
+            )
     finally:
+        heartbeat.cancel()
         await _release(turn, control, keep_listening=answered)
     try:
         if answered and setup is not None:
@@ -180,6 +212,25 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         # After the hooks, which must not wait for it (they claim the conversation for
         # compression before a next turn does); meanwhile it ignores stop and sync.
         await control.stop()
+
+
+def _unfinished(turn: _Turn) -> str:
+    """A broken-off answer with text is "interrupted" (the text stays), without "failed"."""
+    return "interrupted" if turn.state.text else "failed"
+
+
+async def _alive(turn: _Turn) -> None:
+    """The heartbeat tabs watch: a tab that hears nothing for a while, or sees a `seq` past
+    the last event it got (a lost `assistant.done`), asks for a snapshot."""
+    await apublish(
+        session_group(turn.session_id),
+        {
+            "type": "turn.alive",
+            "session": turn.session_id,
+            "seq": turn.events.last_seq,
+            "message_id": turn.state.message_id,
+        },
+    )
 
 
 # --- prepare ----------------------------------------------------------------------------------
@@ -394,9 +445,10 @@ async def _close_unfinished(turn: _Turn, *, status: str, reason: str) -> None:
             usage=None,
             finish_reason=reason,
         )
-        await turn.events.emit(done_event(state, None, status))
     except Exception:
         logger.exception("could not save the unfinished answer %s", state.message_id)
+    with contextlib.suppress(RealtimeUnavailable):
+        await turn.events.emit(done_event(state, None, status))
 
 
 async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -> None:
@@ -404,9 +456,8 @@ async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -
     # Release first, before any other await: the next turn's claim (a tab that sends
     # as soon as it sees assistant.done) queues behind it on the database thread.
     control.hand_over()
-    await database_sync_to_async(turn_claim.release)(
-        session_id=turn.session_id, token=turn.start.token
-    )
+    assert turn.start.lease is not None
+    await database_sync_to_async(turn.start.lease.release)()
     if not keep_listening:
         await control.stop()
 

@@ -11,6 +11,7 @@ with and without a result backend, and when tasks run inline.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -19,7 +20,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -28,6 +28,14 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.leases import (
+    Lease,
+    LeaseBusy,
+    lease_acquire,
+    lease_heartbeat,
+    lease_is_live,
+    lease_remaining,
+)
 from core.queue import task_send
 
 from ..agent import llm
@@ -93,9 +101,11 @@ def summary_request(
     return row
 
 
-def _stale_before() -> datetime:
-    limit = settings.HERMES_SEARCH_SUMMARY_TASK_LIMIT
-    return timezone.now() - timedelta(seconds=limit + 30)
+def _being_summarised(row: dict) -> bool:
+    """A live run holds the row's lease (a dead run's lease is taken over)."""
+    return row["status"] == Status.RUNNING and lease_is_live(
+        row["lease_owner"], row["lease_expires_at"]
+    )
 
 
 def _dispatch(summary_id: int) -> None:
@@ -106,10 +116,12 @@ def summary_start(*, summary: SearchSummary) -> None:
     """Queue the task for a pending (or abandoned) row once the current transaction commits."""
     if summary.status == Status.DONE:
         return
-    if (
-        summary.status == Status.RUNNING
-        and summary.claimed_at
-        and summary.claimed_at > (_stale_before())
+    if _being_summarised(
+        {
+            "status": summary.status,
+            "lease_owner": summary.lease_owner,
+            "lease_expires_at": summary.lease_expires_at,
+        }
     ):
         return
     transaction.on_commit(lambda: _dispatch(summary.id))
@@ -150,17 +162,34 @@ def build_prompt(*, query: str, session: Session, transcript: str) -> list[dict[
 
 
 def summary_run(*, summary_id: int) -> str:
-    """Claim the row, summarise, store. Safe to run twice: only one run claims a row, and a
-    claim older than the task time limit counts as abandoned. Returns the final status."""
-    claimed_at = timezone.now()
-    claimed = (
-        SearchSummary.objects.filter(id=summary_id)
-        .filter(Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=_stale_before()))
-        .update(status=Status.RUNNING, claimed_at=claimed_at, attempts=F("attempts") + 1)
+    """Lease the row, summarise, store. Safe to run twice: only the lease holder works, a
+    dead run's lease is taken over; raises LeaseBusy while a live run holds it. Returns the
+    final status."""
+    lease = lease_acquire(
+        SearchSummary,
+        summary_id,
+        kind="summary",
+        when=Q(status__in=[Status.PENDING, Status.RUNNING]),
+        values={
+            "status": Status.RUNNING,
+            "claimed_at": timezone.now(),
+            "attempts": F("attempts") + 1,
+        },
     )
-    if claimed != 1:
-        current = SearchSummary.objects.filter(id=summary_id).values_list("status", flat=True)
-        return current.first() or "missing"
+    if lease is None:
+        current = SearchSummary.objects.filter(id=summary_id).values(
+            "status", "lease_owner", "lease_expires_at"
+        )
+        row = current.first()
+        if row is not None and _being_summarised(row):
+            raise LeaseBusy(lease_remaining(SearchSummary, summary_id))
+        return row["status"] if row else "missing"
+    with lease_heartbeat(lease):
+        return _summarise_holding(lease)
+
+
+def _summarise_holding(lease: Lease) -> str:
+    summary_id = lease.pk
     row = SearchSummary.objects.select_related("session").get(id=summary_id)
     try:
         transcript = transcript_for(
@@ -180,26 +209,20 @@ def summary_run(*, summary_id: int) -> str:
         if not text:
             raise _Unusable("The model returned an empty summary.")
     except (llm.LLMError, _Unusable) as exc:
-        return _finish(summary_id, claimed_at, status=Status.FAILED, error=str(exc))
+        return _finish(lease, status=Status.FAILED, error=str(exc))
     except Exception as exc:
         logger.exception("search summary %s failed", summary_id)
-        return _finish(
-            summary_id, claimed_at, status=Status.FAILED, error=f"internal: {type(exc).__name__}"
-        )
-    return _finish(summary_id, claimed_at, status=Status.DONE, summary=text)
+        return _finish(lease, status=Status.FAILED, error=f"internal: {type(exc).__name__}")
+    return _finish(lease, status=Status.DONE, summary=text)
 
 
 class _Unusable(Exception):
     pass
 
 
-def _finish(
-    summary_id: int, claimed_at: datetime, *, status: str, summary: str = "", error: str = ""
-) -> str:
-    # Only the run that holds the claim may write the result.
-    SearchSummary.objects.filter(id=summary_id, claimed_at=claimed_at).update(
-        status=status, summary=summary, error=error[:300], finished_at=timezone.now()
-    )
+def _finish(lease: Lease, *, status: str, summary: str = "", error: str = "") -> str:
+    # Only the run that holds the lease may write the result.
+    lease.release(status=status, summary=summary, error=error[:300], finished_at=timezone.now())
     return status
 
 
@@ -234,15 +257,14 @@ def _watch(summary_id: int, deadline: float) -> None:
     and this thread watches the row. Either way the pool's size bounds the concurrency.
     """
     try:
-        row = SearchSummary.objects.filter(id=summary_id).values("status", "claimed_at").first()
+        row = (
+            SearchSummary.objects.filter(id=summary_id)
+            .values("status", "lease_owner", "lease_expires_at")
+            .first()
+        )
         if row is None:
             return
-        busy = (
-            row["status"] == Status.RUNNING
-            and row["claimed_at"] is not None
-            and row["claimed_at"] > _stale_before()
-        )
-        if row["status"] in (Status.PENDING, Status.RUNNING) and not busy:
+        if row["status"] in (Status.PENDING, Status.RUNNING) and not _being_summarised(row):
             _dispatch(summary_id)
         while time.monotonic() < deadline:
             status = SearchSummary.objects.filter(id=summary_id).values_list("status", flat=True)
@@ -335,4 +357,5 @@ def _run_inline(todo: list[int], deadline: float) -> None:
     for summary_id in todo:
         if time.monotonic() >= deadline:
             return
-        summary_run(summary_id=summary_id)
+        with contextlib.suppress(LeaseBusy):  # another run is on it
+            summary_run(summary_id=summary_id)

@@ -21,10 +21,18 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from core.leases import (
+    Lease,
+    LeaseBusy,
+    lease_acquire,
+    lease_heartbeat,
+    lease_is_live,
+    lease_remaining,
+)
 from core.queue import task_send
 from core.realtime import notice_to_user
 from model_catalog.selectors import ENV_REF
@@ -338,28 +346,44 @@ def _announce(run: ReviewRun, result: OfflineLoopResult) -> list[tuple[str, str]
     return notices
 
 
-def _finish(run_id: int, **fields: Any) -> None:
-    ReviewRun.objects.filter(pk=run_id).update(finished_at=timezone.now(), **fields)
+def _finish(lease: Lease, **fields: Any) -> None:
+    """Close the run and free its lease (a no-op if it was taken over)."""
+    lease.release(finished_at=timezone.now(), **fields)
 
 
 def review_run_execute(*, run_id: int) -> str:
-    """Run one queued review. Safe to call twice: only the caller whose conditional UPDATE
-    moves the run from queued to running does any work. Never call inside a transaction
-    (it talks to the model)."""
-    claimed = ReviewRun.objects.filter(pk=run_id, status=ReviewRun.Status.QUEUED).update(
-        status=ReviewRun.Status.RUNNING, started_at=timezone.now()
+    """Run one queued review. Safe to call twice: only the holder of the run's lease works;
+    a redelivery takes over the lease of a run whose process died; raises LeaseBusy while
+    a live run holds it. Never call inside a transaction (it talks to the model)."""
+    statuses = [ReviewRun.Status.QUEUED, ReviewRun.Status.RUNNING]
+    lease = lease_acquire(
+        ReviewRun,
+        run_id,
+        kind="review",
+        when=Q(status__in=statuses),
+        values={"status": ReviewRun.Status.RUNNING, "started_at": timezone.now()},
     )
-    if claimed != 1:
+    if lease is None:
+        current = ReviewRun.objects.filter(pk=run_id, status=ReviewRun.Status.RUNNING)
+        row = current.values_list("lease_owner", "lease_expires_at").first()
+        if row is not None and lease_is_live(*row):
+            raise LeaseBusy(lease_remaining(ReviewRun, run_id))
         return "skipped"
+    with lease_heartbeat(lease):
+        return _review_holding(lease)
+
+
+def _review_holding(lease: Lease) -> str:
+    run_id = lease.pk
     run = ReviewRun.objects.select_related("session__owner", "session__system_prompt").get(
         pk=run_id
     )
     owner = run.session.owner
     if not owner.is_active:
-        _finish(run_id, status=ReviewRun.Status.DONE, outcome="Owner inactive; nothing reviewed.")
+        _finish(lease, status=ReviewRun.Status.DONE, outcome="Owner inactive; nothing reviewed.")
         return "done"
     if not llm.is_configured():
-        _finish(run_id, status=ReviewRun.Status.FAILED, error="No model is configured.")
+        _finish(lease, status=ReviewRun.Status.FAILED, error="No model is configured.")
         return "failed"
     allowed = {name for name in REVIEW_TOOLS if registry.get(name) is not None}
     if not _memory_enabled(owner):
@@ -384,7 +408,7 @@ def review_run_execute(*, run_id: int) -> str:
     try:
         result = async_to_sync(bounded)()
     except llm.LLMError as exc:
-        _finish(run_id, status=ReviewRun.Status.FAILED, error=f"{exc.code}: {exc.message}")
+        _finish(lease, status=ReviewRun.Status.FAILED, error=f"{exc.code}: {exc.message}")
         return "failed"
     except TimeoutError:
         _finish(
@@ -394,7 +418,7 @@ def review_run_execute(*, run_id: int) -> str:
         )
         return "failed"
     _finish(
-        run_id,
+        lease,
         status=ReviewRun.Status.DONE,
         outcome=result.text[:4000]
         or ("Stopped after the iteration limit." if result.stopped == "max_iterations" else ""),

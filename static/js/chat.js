@@ -19,6 +19,10 @@
   const limitNote = document.getElementById("composer-limit");
   const chatUrl = root.dataset.chatUrl;
   const maxChars = parseInt(root.dataset.maxChars || "32000", 10);
+  // A running turn says it is alive every heartbeat; silence for this long while the tab
+  // shows "answering" means an event was lost (the final assistant.done, say): resync.
+  const silenceMs = parseFloat(root.dataset.heartbeat || "10") * 2500;
+  let lastEventAt = Date.now();
 
   let sessionId = root.dataset.session || null;
   let busy = root.dataset.streaming === "1";
@@ -230,6 +234,17 @@
   // A request the server refused before any turn began (too long, quota, busy): the
   // message was not saved, so its bubble goes and its text returns to the composer.
   function refused(ev) {
+    if (ev.code === "realtime_unavailable") {
+      // The socket closes and reconnects; what was saved comes back with the resync.
+      statusLine.textContent = ev.message;
+      return;
+    }
+    if (ev.code === "compressing" && sentText !== null) {
+      // The message was saved before the wait: it stays, and Regenerate answers it.
+      sentText = null;
+      refreshThread().then(function () { setBusy(false); errorNote(ev.message); });
+      return;
+    }
     if (sentText !== null) {
       thread.querySelectorAll(".msg-pending").forEach(function (p) { p.remove(); });
       if (!input.value) input.value = sentText;
@@ -313,6 +328,20 @@
       }
       toast(ev.text, ev.kind);
     },
+    "session.idle": function (ev) {
+      // No turn runs: a tab still "answering" lost the end of it. A message waiting for a
+      // compression has not been answered yet: keep waiting.
+      if (ev.compressing) {
+        statusLine.textContent = "Compressing earlier messages…";
+        return;
+      }
+      if (busy && sentText === null) {
+        // Redraw from the answer that was left streaming (the page may have drawn it).
+        const open = thread.querySelector(".msg-streaming[data-message-id]");
+        if (open) turnAfter = Math.min(turnAfter, parseInt(open.dataset.messageId, 10) - 1);
+        refreshThread().then(function () { setBusy(false); });
+      }
+    },
     "assistant.done": function (ev) {
       // The turn is over: show the server's rendering of everything it produced.
       lastDoneId = ev.message_id;
@@ -343,6 +372,13 @@
 
   function dispatch(ev) {
     if (ev.session && sessionId && ev.session !== sessionId && !ev.new_session) return;
+    lastEventAt = Date.now();
+    if (ev.type === "turn.alive") {
+      // The turn's last seq: anything past ours was lost (a final assistant.done too).
+      if (ev.seq > lastSeq) send({ type: "chat.subscribe", session: sessionId });
+      if (!busy) setBusy(true);
+      return;
+    }
     if (typeof ev.seq === "number") {
       const isDelta = ev.type === "assistant.delta";
       // Every turn numbers its events from 1 (a tab that follows the chat sees many
@@ -486,6 +522,13 @@
 
   // For static/js/branches.js (Edit and ‹ › on the messages).
   window.HermesChat = { command: pathCommand, showLimit: showLimit, isBusy: function () { return busy; } };
+
+  setInterval(function () {
+    if (!busy || !sessionId || !socket || socket.readyState !== WebSocket.OPEN) return;
+    if (Date.now() - lastEventAt < silenceMs) return;
+    lastEventAt = Date.now();
+    send({ type: "chat.subscribe", session: sessionId });
+  }, 1000);
 
   setBusy(busy);
   updateLimit();

@@ -33,6 +33,9 @@ class RecallProvider(MemoryProvider):
     ) -> None:
         CALLS.append(("sync_turn", user))
 
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        CALLS.append(("on_session_end", [m.get("content") for m in messages]))
+
 
 class FailingProvider(RecallProvider):
     name = "failing"
@@ -50,3 +53,13 @@ class HangingProvider(RecallProvider):
     def prefetch(self, query: str, *, session_id: str = "") -> str:
         RELEASE.wait(30)
         return "- too late"
+
+
+class SlowWriteProvider(RecallProvider):
+    """Mirrors memory writes slowly (until RELEASE), and records session ends."""
+
+    name = "slowwrite"
+
+    def on_memory_write(self, action: str, target: str, content: str, metadata: Any = None) -> None:
+        RELEASE.wait(30)
+        CALLS.append(("on_memory_write", content))

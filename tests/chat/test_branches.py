@@ -135,7 +135,8 @@ def test_switching_is_heard_by_every_tab_of_the_conversation(owner, scripted, so
         await turn(ws, {"type": "chat.regenerate", "session": sid})
         other = await sockets.open(owner)
         await other.send_json_to({"type": "chat.subscribe", "session": sid})
-        await asyncio.sleep(0.2)
+        # Following an idle conversation is answered with session.idle; then the switch.
+        assert (await other.receive_json_from(timeout=5))["type"] == "session.idle"
         old = await Message.objects.filter(session_id=sid, content="A.").afirst()
         await ws.send_json_to({"type": "chat.branch", "session": sid, "message_id": old.pk})
         seen = [await t.receive_json_from(timeout=10) for t in (ws, other)]
@@ -152,7 +153,7 @@ def test_switching_is_heard_by_every_tab_of_the_conversation(owner, scripted, so
 def test_no_edit_or_switch_while_a_turn_runs(owner, scripted, sockets):
     session = conversation_with(owner, "hello")
     user_message = session.messages.get(role="user")
-    token = turn_claim.acquire_for_turn(session_id=session.pk)
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
     sockets.login(owner)
 
     async def scenario():
@@ -171,7 +172,7 @@ def test_no_edit_or_switch_while_a_turn_runs(owner, scripted, sockets):
     for reply in run(scenario()):
         assert reply["type"] == "error" and reply["code"] == "turn_in_progress"
         assert "still answering" in reply["message"]
-    turn_claim.release(session_id=session.pk, token=token)
+    lease.release()
     assert session.messages.count() == 2 and not session.messages.filter(active=False).exists()
     assert scripted.requests == []
 

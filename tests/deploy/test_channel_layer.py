@@ -77,7 +77,7 @@ def test_a_lagging_process_loses_no_stream_events(redis_url):
             seqs = []
             with contextlib.suppress(TimeoutError):  # a dropped event never comes
                 for _ in range(30):
-                    seqs.append((await asyncio.wait_for(layer.receive(tab), 0.5))["seq"])
+                    seqs.append((await asyncio.wait_for(layer.receive(tab), 5))["seq"])
             received.append(seqs)
         await layer.flush()
         return received

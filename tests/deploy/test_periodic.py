@@ -31,37 +31,29 @@ def test_every_scheduled_task_is_registered_with_a_time_limit():
         assert entry["schedule"] >= 60
 
 
-def orphan(user, *, age: timedelta, claim: str = "", claimed_age: timedelta | None = None):
-    now = timezone.now()
+def orphan(user, *, claim: str = "", expires_in: timedelta | None = None):
     session = Session.objects.create(
         owner=user,
         title=f"s{Session.objects.count()}",
-        turn_token=claim,
-        turn_started_at=now - claimed_age if claimed_age is not None else None,
+        lease_owner=claim,
+        lease_expires_at=timezone.now() + expires_in if expires_in is not None else None,
     )
     return Message.objects.create(
-        session=session,
-        role="assistant",
-        status="streaming",
-        content="half an ans",
-        timestamp=now - age,
+        session=session, role="assistant", status="streaming", content="half an ans"
     )
 
 
 @pytest.mark.django_db
 def test_prune_closes_answers_orphaned_by_a_dead_process_and_nothing_alive(owner):
-    stale = timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS + 60)
-    dead_unclaimed = orphan(owner, age=stale)
-    dead_claimed = orphan(owner, age=stale, claim="abc", claimed_age=stale)
-    fresh = orphan(owner, age=timedelta(seconds=5))
-    long_but_alive = orphan(owner, age=stale, claim="abc", claimed_age=timedelta(seconds=5))
+    dead_unclaimed = orphan(owner)
+    dead_claimed = orphan(owner, claim="turn@elsewhere:1#a", expires_in=timedelta(seconds=-1))
+    alive = orphan(owner, claim="turn@elsewhere:1#b", expires_in=timedelta(seconds=20))
     assert streams_close_orphaned() == 2
     assert streams_close_orphaned() == 0  # idempotent
     statuses = {m.pk: (m.status, m.content) for m in Message.objects.filter(role="assistant")}
     assert statuses[dead_unclaimed.pk] == ("interrupted", "half an ans")
     assert statuses[dead_claimed.pk][0] == "interrupted"
-    assert statuses[fresh.pk][0] == "streaming"
-    assert statuses[long_but_alive.pk][0] == "streaming"
+    assert statuses[alive.pk][0] == "streaming"
 
 
 @pytest.mark.django_db
@@ -122,8 +114,7 @@ def test_optimize_runs_on_this_database():
 
 @pytest.mark.slow
 def test_the_real_worker_runs_the_housekeeping(celery_worker, owner):
-    stale = timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS + 60)
-    message = orphan(owner, age=stale)
+    message = orphan(owner)
     result = celery_worker.send("hermes_site.prune")
     wait_for(
         lambda: Message.objects.get(pk=message.pk).status == "interrupted",

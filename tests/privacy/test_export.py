@@ -198,10 +198,64 @@ def test_a_second_request_while_building_returns_the_same_job(owner, export_dir,
 
     app.conf.task_always_eager = False
     try:
-        job = ExportJob.objects.create(owner=owner, status="running", started_at=timezone.now())
+        job = ExportJob.objects.create(
+            owner=owner,
+            status="running",
+            started_at=timezone.now(),
+            lease_owner="export@elsewhere:1#x",
+            lease_expires_at=timezone.now() + timedelta(seconds=20),
+        )
         assert jobs.export_job_start(user=owner).pk == job.pk
     finally:
         app.conf.task_always_eager = True
+
+
+def test_a_build_whose_process_died_is_failed_and_a_new_export_starts(
+    owner, export_dir, django_capture_on_commit_callbacks
+):
+    stuck = ExportJob.objects.create(
+        owner=owner,
+        status="running",
+        progress=75,
+        started_at=timezone.now(),
+        lease_owner="export@elsewhere:1#x",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        job = jobs.export_job_start(user=owner)
+    stuck.refresh_from_db()
+    assert job.pk != stuck.pk
+    assert (stuck.status, stuck.lease_owner) == ("failed", "")
+    assert "stopped unexpectedly" in stuck.error
+    assert ExportJob.objects.get(pk=job.pk).status == "done"
+
+
+@pytest.fixture
+def broker_down(settings):
+    """Celery pointed at a port where no broker listens (tasks really sent, not inline)."""
+    from hermes_site.celery import app
+    from tests.conftest import free_port
+
+    previous = app.conf.broker_url
+    app.conf.task_always_eager = False
+    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
+    app._pool = None
+    app.amqp._producer_pool = None
+    yield
+    app.conf.broker_url = previous
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.task_always_eager = True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_outage_answers_503_and_leaves_no_queued_job(owner, export_dir, broker_down):
+    response = login(owner).post(reverse("api-me-exports"))
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "queue_unavailable"
+    assert list(ExportJob.objects.filter(owner=owner).values_list("status", flat=True)) == [
+        "failed"
+    ]
 
 
 def test_expired_exports_are_deleted_and_refused(

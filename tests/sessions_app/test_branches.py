@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from core.exceptions import NotFound, ServiceError
-from sessions_app import services, turn_claim
+from sessions_app import services
 from sessions_app.branches import alternatives_of
 from sessions_app.models import Message, Session
 from sessions_app.search.service import search_conversations
@@ -32,7 +32,7 @@ def answer(start: services.TurnStart, text: str) -> None:
     services.assistant_finish(
         message_id=start.assistant_message.pk, content=text, status="complete", usage=None
     )
-    turn_claim.release(session_id=start.session.pk, token=start.token)
+    start.lease.release()
 
 
 def edit(user, session: Session, message: Message, text: str) -> services.TurnStart:
@@ -83,7 +83,7 @@ def test_switching_back_brings_the_branch_with_its_most_recent_continuation(owne
     assert path(session) == ["uno", "Answer uno."]
     # Selecting the selected one changes nothing.
     assert services.branch_select(user=owner, session_id=session.pk, message_id=uno.pk) == [uno.pk]
-    assert session.turn_token == "" and Session.objects.get(pk=session.pk).turn_token == ""
+    assert Session.objects.get(pk=session.pk).lease_owner == ""
 
 
 def test_a_new_message_continues_the_selected_path(owner):
@@ -124,7 +124,7 @@ def test_refusals(owner, outsider):
     with pytest.raises(ServiceError) as ended:
         edit(owner, session, one, "x")
     assert ended.value.code == "not_editable"
-    assert Session.objects.get(pk=session.pk).turn_token == ""
+    assert Session.objects.get(pk=session.pk).lease_owner == ""
     assert path(session) == ["one", "Answer 0."]
 
 
@@ -135,7 +135,7 @@ def test_a_message_on_another_branch_cannot_be_edited_until_selected(owner):
     with pytest.raises(ServiceError) as refused:
         edit(owner, session, one, "again")
     assert refused.value.code == "not_on_path"
-    assert Session.objects.get(pk=session.pk).turn_token == ""
+    assert Session.objects.get(pk=session.pk).lease_owner == ""
 
 
 def test_every_branch_is_searchable_and_says_which_is_selected(owner):

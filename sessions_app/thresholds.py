@@ -1,0 +1,74 @@
+"""When a conversation needs compressing: the model's window, the threshold, the estimate of
+the next prompt, and queuing the compression (the turn's preflight and after-turn hook).
+Apart from compression.py so the turn's services can ask without importing the agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.queue import task_send
+from model_catalog.selectors import env_context_length
+
+from .models import Message, Session
+from .selectors import api_messages
+from .session_model import session_model_choice
+
+
+def context_length(session: Session) -> int:
+    """The window of the session's model (its catalog entry, or for the environment's model
+    HERMES_CONTEXT_LENGTH / the longest matching key of HERMES_CONTEXT_OVERRIDES)."""
+    choice = session_model_choice(session)
+    return choice.context_length if choice is not None else env_context_length(session.model)
+
+
+def threshold_tokens(session: Session) -> int:
+    usable = context_length(session) - settings.HERMES_REPLY_MAX_TOKENS
+    return max(1000, int(usable * settings.HERMES_COMPRESSION_THRESHOLD))
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """chars/4 plus 10 per message, counting tool calls (Hermes' rough estimate)."""
+    total = 0
+    for m in messages:
+        total += len(str(m.get("content") or "")) // 4 + 10
+        for call in m.get("tool_calls") or []:
+            total += len(str(call.get("function", {}).get("arguments", ""))) // 4
+    return total
+
+
+def estimated_next_prompt(session: Session) -> int:
+    """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
+    for anything written after that call."""
+    last = (
+        session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
+        .order_by("-id")
+        .first()
+    )
+    rows = api_messages(session_id=session.pk, system_prompt="")
+    if last is None:
+        return estimate_tokens(rows)
+    newer = Message.objects.filter(session_id=session.pk, active=True, id__gt=last.id).values(
+        "content", "tool_calls"
+    )
+    return last.prompt_tokens + last.completion_tokens + estimate_tokens(list(newer))
+
+
+def needs_compression(session: Session) -> bool:
+    if session.ended_at is not None:
+        return False
+    if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
+        return False
+    return estimated_next_prompt(session) >= threshold_tokens(session)
+
+
+def compression_schedule(*, session_id: str) -> bool:
+    """After a turn: queue compression when the next prompt would pass the threshold."""
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None or not needs_compression(session):
+        return False
+    transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))
+    return True

@@ -1,0 +1,138 @@
+"""Leases (core/leases.py) on the conversation (sessions_app/turn_claim.py) and on the other
+kinds of work: one holder at a time, renewals, takeovers of expired and dead holders, and
+what a process does with the leases of dead processes when it starts."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from core import leases
+from sessions_app import turn_claim
+from sessions_app.models import Message, Session
+from tests.factories import SessionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(owner: Any) -> Session:
+    return SessionFactory(owner=owner, title="Leased")
+
+
+def owner_of(session: Session) -> str:
+    return Session.objects.get(pk=session.pk).lease_owner
+
+
+def dead_owner(kind: str) -> str:
+    """The owner string of a process of this host that has exited."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return f"{kind}@{leases.process_id().rsplit(':', 1)[0]}:{proc.stdout.strip()}#dead"
+
+
+def test_a_free_conversation_is_leased_once(session: Session) -> None:
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
+    assert lease is not None and owner_of(session) == lease.owner
+    assert lease.owner.startswith(f"turn@{leases.process_id()}#")
+    assert turn_claim.acquire_for_turn(session_id=session.pk) is None
+    assert turn_claim.acquire_for_compression(session_id=session.pk) is None
+    assert turn_claim.holder_kind(session_id=session.pk) == "turn"
+
+
+def test_a_release_after_a_takeover_frees_nothing(session: Session, settings: Any) -> None:
+    first = turn_claim.acquire_for_turn(session_id=session.pk)
+    Session.objects.filter(pk=session.pk).update(lease_expires_at=timezone.now())
+    second = turn_claim.acquire_for_turn(session_id=session.pk)
+    assert second is not None and second.took_over == first.owner
+    assert not first.release() and not first.renew() and first.lost.is_set()
+    assert owner_of(session) == second.owner
+    assert second.release() and owner_of(session) == ""
+
+
+def test_renewal_keeps_a_lease_alive_and_expiry_lets_the_next_one_in(
+    session: Session, settings: Any, caplog: Any
+) -> None:
+    settings.HERMES_LEASE_SECONDS = 5
+    lease = turn_claim.acquire_for_compression(session_id=session.pk)
+    assert turn_claim.is_compressing(session_id=session.pk)
+    assert 4 < leases.lease_remaining(Session, session.pk) <= 5
+    Session.objects.filter(pk=session.pk).update(
+        lease_expires_at=timezone.now() + timedelta(seconds=1)
+    )
+    assert lease.renew() and leases.lease_remaining(Session, session.pk) > 4
+    Session.objects.filter(pk=session.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert not turn_claim.is_compressing(session_id=session.pk)
+    with caplog.at_level(logging.WARNING, logger="core.leases"):
+        taken = turn_claim.acquire_for_turn(session_id=session.pk)
+    assert taken is not None and taken.took_over == lease.owner
+    assert "lease taken over: turn" in caplog.text and lease.owner in caplog.text
+
+
+def test_a_lease_of_a_dead_process_of_this_host_is_taken_over_at_once(session: Session) -> None:
+    dead = dead_owner("compress")
+    Session.objects.filter(pk=session.pk).update(
+        lease_owner=dead, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    assert leases.lease_remaining(Session, session.pk) == 0
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
+    assert lease is not None and lease.took_over == dead
+
+
+def test_a_lease_of_another_host_waits_for_its_expiry(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(
+        lease_owner="turn@elsewhere:1#x", lease_expires_at=timezone.now() + timedelta(seconds=30)
+    )
+    assert turn_claim.acquire_for_turn(session_id=session.pk) is None
+    assert turn_claim.holder_kind(session_id=session.pk) == "turn"
+
+
+def test_an_ended_conversation_is_not_compressed(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+    assert turn_claim.acquire_for_compression(session_id=session.pk) is None
+
+
+def test_startup_releases_dead_leases_and_interrupts_their_answers(
+    session: Session, owner: Any
+) -> None:
+    other = SessionFactory(owner=owner, title="Alive elsewhere")
+    answer = Message.objects.create(
+        session=session, role="assistant", status="streaming", content="half an ans"
+    )
+    kept = Message.objects.create(
+        session=other, role="assistant", status="streaming", content="still going"
+    )
+    soon = timezone.now() + timedelta(minutes=5)
+    Session.objects.filter(pk=session.pk).update(lease_owner=dead_owner("turn"),
+                                                 lease_expires_at=soon)  # fmt: skip
+    Session.objects.filter(pk=other.pk).update(lease_owner="turn@elsewhere:1#x",
+                                               lease_expires_at=soon)  # fmt: skip
+    held = {h.pk: h for h in leases.leases_held()}
+    assert set(held) == {session.pk, other.pk} and held[session.pk].kind == "turn"
+    assert leases.leases_recover_dead() == {"turn": 1}
+    answer.refresh_from_db()
+    kept.refresh_from_db()
+    assert (answer.status, answer.content) == ("interrupted", "half an ans")
+    assert kept.status == "streaming"
+    assert [h.pk for h in leases.leases_held()] == [other.pk]
+
+
+def test_the_leases_command_lists_what_is_held(session: Session) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    lease = turn_claim.acquire_for_turn(session_id=session.pk)
+    out = io.StringIO()
+    call_command("leases", stdout=out)
+    line = out.getvalue().strip()
+    assert line.startswith(f"turn\tsessions_app.Session\t{session.pk}\t{lease.owner}\t")
+    assert line.endswith("s left")
