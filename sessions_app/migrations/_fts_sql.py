@@ -175,6 +175,9 @@ POSTGRES_STEM_REVERSE = [
     "DROP INDEX IF EXISTS message_stem_vector_idx",
     f"ALTER TABLE {MESSAGE} DROP COLUMN IF EXISTS stem_vector",
 ]
+#: Every PostgreSQL search object as of now (the benchmark drops and builds them all).
+POSTGRES_FORWARD = POSTGRES_WORDS_FORWARD + POSTGRES_STEM_FORWARD
+POSTGRES_REVERSE = POSTGRES_STEM_REVERSE + POSTGRES_WORDS_REVERSE
 
 
 class VendorRunSQL(migrations.RunSQL):
