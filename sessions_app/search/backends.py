@@ -352,7 +352,7 @@ def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
         text = rows.get(hit.message_id)
         if text:
             text = text.replace("\ue002", "<").replace("\ue003", ">")
-            hit.snippet = parse_marked(" ".join(text.split()))
+            hit.snippet = parse_marked(text)
 
 
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------
