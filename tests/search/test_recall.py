@@ -54,6 +54,8 @@ def test_exact_words_still_match_exactly(owner):
     assert ids(owner, "zxqv-build.sh") == [chat.id]
     assert ids(owner, '"then restart"') == [chat.id]
     assert ids(owner, "zxq*") == [chat.id]
+    deployment = make_chat(owner, [("user", "the deployments of friday")])
+    assert ids(owner, "deploym*") == [deployment.id]  # past the stem "deploy"
 
 
 def test_a_title_is_searched_and_its_stem_too(owner):
