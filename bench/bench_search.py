@@ -7,9 +7,11 @@ conversations for the labelled queries. Almost all belong to one user (the worst
 that user's searches); a second user owns the rest, so the owner filter is really applied.
 
 Figures:
-- index build time: SQLite — the FTS5 tables (unicode61 + trigram) built with 'rebuild'
-  after a trigger-less bulk load; PostgreSQL — the generated tsvector column, its GIN index
-  and the pg_trgm index, created after COPY;
+- index build time: SQLite — the FTS5 tables (unicode61, porter, trigram, titles) built
+  with 'rebuild' after a trigger-less bulk load; PostgreSQL — the generated tsvector
+  columns ('simple' and 'english'), their GIN indexes, the title index and the pg_trgm
+  index, created after COPY;
+- the stemmed index's own size (`stem_index_bytes`, SQLite; `stem_gin_index_bytes`);
 - database size before/after the indexes (overhead);
 - p50/p95 per typical query of the retrieval stage (`find_hits`) and of the whole search
   without summaries (`search_conversations`: retrieval + grouping + snippets), side by
