@@ -50,7 +50,8 @@ class Snippet:
 # Applied to fragments cut anywhere, so each rule is local (no multi-line constructs).
 _MARKDOWN_RULES = (
     (re.compile(r"```[\w+-]*"), " "),  # code fences, with their language
-    (re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)"), r"\1"),  # [text](url), images
+    # [text](url) and images, also when the snippet ends inside the url
+    (re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)?"), r"\1"),
     (re.compile(r"(?m)^[ \t]*(?:#{1,6}|>+|[-*+]|\d{1,3}[.)])[ \t]+"), ""),  # heads, quotes, lists
     (
         re.compile(r"(?m)^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$"),

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from sessions_app.search.hits import plain_text
 from sessions_app.search.service import search_conversations
 
 from .conftest import make_chat
@@ -137,6 +138,20 @@ def test_snippets_drop_markdown_syntax_and_keep_highlights(owner):
     assert "Book the ferryboat tickets" in snippet.text
     assert "see the site" in snippet.text
     assert {snippet.text[s:e] for s, e in snippet.highlights} == {"ferryboat"}
+
+
+@pytest.mark.parametrize(
+    ("fragment", "text"),
+    [
+        ("see [the site](https://x.example) now", "see the site now"),
+        ("see [the site](https://x.exa", "see the site"),  # cut inside the url
+        ("**bold** and _it_ and my_var", "bold and it and my_var"),
+        ("| a | b |\n|---|---|\n| 1 | 2 |", "a b 1 2"),
+        ("1. first\n2. second", "first second"),
+    ],
+)
+def test_plain_text_takes_markdown_out_of_fragments(fragment, text):
+    assert plain_text(fragment) == text
 
 
 def test_an_emoji_only_query_finds_the_emoji(owner):
