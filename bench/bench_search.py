@@ -7,9 +7,11 @@ conversations for the labelled queries. Almost all belong to one user (the worst
 that user's searches); a second user owns the rest, so the owner filter is really applied.
 
 Figures:
-- index build time: SQLite — the FTS5 tables (unicode61 + trigram) built with 'rebuild'
-  after a trigger-less bulk load; PostgreSQL — the generated tsvector column, its GIN index
-  and the pg_trgm index, created after COPY;
+- index build time: SQLite — the FTS5 tables (unicode61, porter, trigram, titles) built
+  with 'rebuild' after a trigger-less bulk load; PostgreSQL — the generated tsvector
+  columns ('simple' and 'english'), their GIN indexes, the title index and the pg_trgm
+  index, created after COPY;
+- the stemmed index's own size (`stem_index_bytes`, SQLite; `stem_gin_index_bytes`);
 - database size before/after the indexes (overhead);
 - p50/p95 per typical query of the retrieval stage (`find_hits`) and of the whole search
   without summaries (`search_conversations`: retrieval + grouping + snippets), side by
@@ -58,6 +60,20 @@ def _sqlite_size() -> int:
         return pages * cursor.fetchone()[0]
 
 
+def _sqlite_table_bytes(prefix: str) -> int:
+    """Bytes of an FTS5 table's shadow tables (needs the dbstat virtual table)."""
+    from django.db import DatabaseError, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE %s", [prefix + "_%"]
+            )
+            return int(cursor.fetchone()[0])
+    except DatabaseError:
+        return -1
+
+
 def _pg_size() -> dict[str, int]:
     from django.db import connection
 
@@ -78,7 +94,8 @@ def load_and_index(vendor: str, owner_id: int, outsider_id: int) -> dict[str, An
     figures: dict[str, Any] = {}
     scols, mcols = session_columns(), message_columns()
     with connection.cursor() as cursor:
-        for statement in fts.SQLITE_REVERSE if vendor == "sqlite" else fts.POSTGRES_REVERSE:
+        reverse = fts.SQLITE_TITLE_REVERSE + fts.SQLITE_REVERSE
+        for statement in reverse if vendor == "sqlite" else fts.POSTGRES_REVERSE:
             cursor.execute(statement)
 
     connection.ensure_connection()
@@ -117,13 +134,13 @@ def load_and_index(vendor: str, owner_id: int, outsider_id: int) -> dict[str, An
             cursor.execute("ANALYZE")
             before = _sqlite_size()
             started = time.perf_counter()
-            for statement in fts.SQLITE_FORWARD:
+            for statement in fts.SQLITE_FORWARD + fts.SQLITE_TITLE_FORWARD:
                 cursor.execute(statement)
             figures["index_build_s"] = round(time.perf_counter() - started, 1)
             cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
-            cursor.execute(
-                "INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES ('optimize')"
-            )
+            for table in ("messages_fts_trigram", "messages_fts_stem"):
+                cursor.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
+            figures["stem_index_bytes"] = _sqlite_table_bytes("messages_fts_stem")
             cursor.execute("ANALYZE")
             after = _sqlite_size()
             figures["db_bytes_before_index"] = before
@@ -144,9 +161,11 @@ def load_and_index(vendor: str, owner_id: int, outsider_id: int) -> dict[str, An
             after = _pg_size()
             cursor.execute(
                 "SELECT pg_relation_size('message_search_vector_idx'),"
-                " pg_relation_size('message_content_trgm_idx')"
+                " pg_relation_size('message_content_trgm_idx'),"
+                " pg_relation_size('message_stem_vector_idx')"
             )
-            gin, trgm = cursor.fetchone()
+            gin, trgm, stem_gin = cursor.fetchone()
+            figures["stem_gin_index_bytes"] = stem_gin
             figures["db_bytes_before_index"] = before["total"]
             figures["db_bytes_after_index"] = after["total"]
             figures["tsvector_column_bytes"] = after["heap"] - before["heap"]

@@ -20,6 +20,7 @@ DEV_IMPORTS = {
     "ruff": "ruff",
     "playwright": "playwright",
     "websockets": "websockets",
+    "rank-bm25": "rank_bm25",
 }
 # Where dev tools may be imported: the tests themselves and the benchmarks (`make bench`
 # installs requirements-dev.txt).

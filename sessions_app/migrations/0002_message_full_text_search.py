@@ -12,10 +12,10 @@ GIN index over non-tool content.
 from django.db import migrations
 
 from ._fts_sql import (
-    POSTGRES_FORWARD,
-    POSTGRES_REVERSE,
-    SQLITE_FORWARD,
-    SQLITE_REVERSE,
+    POSTGRES_WORDS_FORWARD,
+    POSTGRES_WORDS_REVERSE,
+    SQLITE_WORDS_FORWARD,
+    SQLITE_WORDS_REVERSE,
     VendorRunSQL,
 )
 
@@ -24,6 +24,6 @@ class Migration(migrations.Migration):
     dependencies = [("sessions_app", "0001_initial")]
 
     operations = [
-        VendorRunSQL("sqlite", SQLITE_FORWARD, SQLITE_REVERSE),
-        VendorRunSQL("postgresql", POSTGRES_FORWARD, POSTGRES_REVERSE),
+        VendorRunSQL("sqlite", SQLITE_WORDS_FORWARD, SQLITE_WORDS_REVERSE),
+        VendorRunSQL("postgresql", POSTGRES_WORDS_FORWARD, POSTGRES_WORDS_REVERSE),
     ]

@@ -1,6 +1,6 @@
 from django.db import migrations, models
 
-from ._fts_sql import SQLITE_FORWARD, SQLITE_REVERSE, VendorRunSQL
+from ._fts_sql import SQLITE_WORDS_FORWARD, SQLITE_WORDS_REVERSE, VendorRunSQL
 
 
 class Migration(migrations.Migration):
@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     # SQLite rebuilds the message table to add `kind`; the FTS views and triggers are
     # dropped around the rebuild and re-created (and re-indexed) afterwards.
     operations = [
-        VendorRunSQL("sqlite", SQLITE_REVERSE, SQLITE_FORWARD),
+        VendorRunSQL("sqlite", SQLITE_WORDS_REVERSE, SQLITE_WORDS_FORWARD),
         migrations.AddField(
             model_name="message",
             name="kind",
@@ -36,5 +36,5 @@ class Migration(migrations.Migration):
             name="compression_failure_error",
             field=models.CharField(blank=True, default="", max_length=300),
         ),
-        VendorRunSQL("sqlite", SQLITE_FORWARD, SQLITE_REVERSE),
+        VendorRunSQL("sqlite", SQLITE_WORDS_FORWARD, SQLITE_WORDS_REVERSE),
     ]

@@ -10,7 +10,7 @@ of the conversation.
 import django.db.models.deletion
 from django.db import migrations, models
 
-from ._fts_sql import SQLITE_FORWARD, SQLITE_REVERSE, VendorRunSQL
+from ._fts_sql import SQLITE_WORDS_FORWARD, SQLITE_WORDS_REVERSE, VendorRunSQL
 
 LINK_LINEAR = """
 UPDATE sessions_app_message SET parent_id = (
@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
     # SQLite rebuilds the message table to add the foreign key; the FTS views and triggers
     # are dropped around the rebuild and re-created (and re-indexed) afterwards.
     operations = [
-        VendorRunSQL("sqlite", SQLITE_REVERSE, SQLITE_FORWARD),
+        VendorRunSQL("sqlite", SQLITE_WORDS_REVERSE, SQLITE_WORDS_FORWARD),
         migrations.AddField(
             model_name="message",
             name="active",
@@ -58,5 +58,5 @@ class Migration(migrations.Migration):
         VendorRunSQL("postgresql", migrations.RunSQL.noop, CHECK_NOW),
         migrations.RunSQL(LINK_LINEAR, reverse_sql=DROP_OTHER_BRANCHES),
         VendorRunSQL("postgresql", CHECK_NOW, migrations.RunSQL.noop),
-        VendorRunSQL("sqlite", SQLITE_FORWARD, SQLITE_REVERSE),
+        VendorRunSQL("sqlite", SQLITE_WORDS_FORWARD, SQLITE_WORDS_REVERSE),
     ]

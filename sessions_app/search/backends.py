@@ -2,11 +2,15 @@
 
 Routing (reference §5, the same on both vendors):
 
-- Latin text → the word index (FTS5 unicode61 with BM25 ranking and `snippet()`; on
-  PostgreSQL the tsvector column with `ts_rank`/`ts_headline`).
+- Latin text → the word indexes, exact and stemmed, fused: FTS5 `unicode61` and
+  `porter unicode61` (BM25), on PostgreSQL the 'simple' and 'english' tsvector columns
+  (`ts_rank`). A message scores its stemmed score plus EXACT_WEIGHT times its exact one, so
+  "camping" finds "camped" while a message with the very words typed still comes first.
 - CJK with at least 3 CJK characters, every term at least 3 characters → the trigram index
   (FTS5 trigram; on PostgreSQL `ILIKE` served by the pg_trgm index).
 - Shorter CJK, or an explicit search in tool output for CJK → an escaped LIKE scan.
+- A query of symbols only (an emoji: "🦆") takes the CJK paths: trigram when it has at
+  least 3 characters, else LIKE.
 - A Latin query with no hits is retried on the trigram index (every term ≥3 characters),
   which finds substrings the tokenizer split differently ("websocket" in "websockets").
 
@@ -30,8 +34,17 @@ from datetime import datetime
 from django.db import DatabaseError, connection, transaction
 
 from ..selectors import escape_like
-from .hits import MARK_END, MARK_START, Hit, HitPage, as_datetime, parse_marked, substring_snippet
-from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk
+from .hits import (
+    MARK_END,
+    MARK_START,
+    Hit,
+    HitPage,
+    as_datetime,
+    parse_marked,
+    substring_snippet,
+    tool_calls_text,
+)
+from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk, is_symbol_term
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +60,8 @@ PG_BROAD_MATCHES = 20_000
 PG_RANK_WINDOW = 1000
 #: Substring scans (LIKE; PostgreSQL's trigram path) stop after this many rows.
 UNRANKED_ROWS = 100
+#: Weight of the exact index's score beside the stemmed one's (both word routes).
+EXACT_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +111,7 @@ def _rows_to_hits(rows: list[tuple]) -> list[Hit]:
     ]
 
 
-def _run(sql: str, params: list[object]) -> list[tuple]:
+def run_read(sql: str, params: list[object]) -> list[tuple]:
     """Execute a read; a database refusal becomes "no hits" instead of a failed request.
 
     The sanitiser makes refusals impossible for FTS5 syntax; this is the last line of
@@ -168,8 +183,10 @@ def _prefix_tsquery(term: Term) -> str:
     return " <-> ".join(quoted[:-1] + [quoted[-1] + ":*"])
 
 
-def _pg_tsquery(query: ParsedQuery) -> tuple[str, list[object]]:
-    """A SQL expression of type tsquery: OR of AND groups, each term its own safe call."""
+def pg_tsquery(query: ParsedQuery, config: str = "simple") -> tuple[str, list[object]]:
+    """A SQL expression of type tsquery: OR of AND groups, each term its own safe call.
+    `config` is one of the two text search configurations the indexes use."""
+    assert config in ("simple", "english")
     groups_sql = []
     params: list[object] = []
     for group in query.groups:
@@ -179,11 +196,11 @@ def _pg_tsquery(query: ParsedQuery) -> tuple[str, list[object]]:
                 text = _prefix_tsquery(term)
                 if not text:
                     continue
-                expr = "to_tsquery('simple', %s)"
+                expr = f"to_tsquery('{config}', %s)"
                 params.append(text)
             else:
                 # Quoted, websearch_to_tsquery reads the term as a phrase and nothing else.
-                expr = "websearch_to_tsquery('simple', %s)"
+                expr = f"websearch_to_tsquery('{config}', %s)"
                 params.append('"' + term.text.replace('"', " ") + '"')
             parts.append(f"!!{expr}" if term.negated else expr)
         if parts:
@@ -215,19 +232,36 @@ def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit
             WHERE {table} MATCH %s {where}
             ORDER BY w.rowid DESC LIMIT 1 OFFSET %s), 0)
         ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of two constants
-    return _rows_to_hits(_run(sql, [match, *params, match, *params, RANK_WINDOW - 1, limit]))
+    return _rows_to_hits(run_read(sql, [match, *params, match, *params, RANK_WINDOW - 1, limit]))
+
+
+def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    """The stemmed and the exact index, each BM25-ranked, fused (module docstring). Two
+    rankings: looking up exact scores for the stemmed hits' rowids instead is far slower
+    (FTS5 does not seek an IN list), and a prefix can run past a stem ("deploym*" misses
+    the stem "deploy"), which the exact index's own candidates cover."""
+    stemmed = _sqlite_match("messages_fts_stem", query.fts, owner_id, filters, limit)
+    exact = _sqlite_match("messages_fts", query.fts, owner_id, filters, limit)
+    fused = {h.message_id: h for h in stemmed}
+    for hit in exact:
+        hit.score *= EXACT_WEIGHT
+        if hit.message_id in fused:
+            fused[hit.message_id].score += hit.score
+        else:
+            fused[hit.message_id] = hit
+    return sorted(fused.values(), key=lambda h: (-h.score, -h.message_id))[:limit]
 
 
 def _sqlite_snippets(table: str, match: str, hits: list[Hit]) -> None:
+    """Snippets of the content column (never the tool-call JSON beside it)."""
     if not hits:
         return
     ids = [h.message_id for h in hits]
-    column = -1 if table == "messages_fts" else 0
     sql = f"""
-        SELECT rowid, snippet({table}, {column}, %s, %s, %s, {SNIPPET_TOKENS})
+        SELECT rowid, snippet({table}, 0, %s, %s, %s, {SNIPPET_TOKENS})
         FROM {table} WHERE {table} MATCH %s
           AND rowid IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
-    rows = dict(_run(sql, [MARK_START, MARK_END, "…", match, *ids]))
+    rows = dict(run_read(sql, [MARK_START, MARK_END, "…", match, *ids]))
     for hit in hits:
         if rows.get(hit.message_id):
             hit.snippet = parse_marked(rows[hit.message_id])
@@ -238,10 +272,10 @@ def _sqlite_snippets(table: str, match: str, hits: list[Hit]) -> None:
 
 # ts_headline drops whatever its parser takes for a tag ("<b>"); hiding angle brackets as
 # private-use characters keeps the text whole, and they are put back afterwards.
+# Content only: a match in tool-call arguments gets a readable snippet from add_snippets.
 _PG_TEXT = (
     "translate(coalesce(CASE WHEN m.role = 'tool' THEN left(m.content, 8192) ELSE m.content END,"
-    " '') || ' ' || coalesce(m.tool_name, '') || ' ' || coalesce(m.tool_calls::text, ''),"
-    " '<>', chr(57346) || chr(57347))"
+    " ''), '<>', chr(57346) || chr(57347))"
 )
 _PG_HEADLINE_OPTIONS = (
     f'StartSel="{MARK_START}", StopSel="{MARK_END}", MaxWords=28, MinWords=10, '
@@ -250,34 +284,38 @@ _PG_HEADLINE_OPTIONS = (
 
 
 def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
-    """ts_rank-ranked matches. Every match costs a heap visit (for the owner's session and
-    the tsvector to rank), so for a very common query — the planner's estimate is above
-    PG_BROAD_MATCHES — only a slice of the newest messages expected to hold about
-    PG_RANK_WINDOW matches is ranked; if that slice has too few of the owner's hits, the
-    whole index is ranked after all."""
-    expr, qparams = _pg_tsquery(query)
-    if not expr:
+    """Matches of either tsvector, ranked by the fused ts_rank (see the module docstring).
+    Every match costs a heap visit (for the owner's session and the tsvectors to rank), so
+    for a very common query — the planner's estimate is above PG_BROAD_MATCHES — only a
+    slice of the newest messages expected to hold about PG_RANK_WINDOW matches is ranked;
+    if that slice has too few of the owner's hits, the whole index is ranked after all."""
+    exact, exact_params = pg_tsquery(query)
+    if not exact:
         return []
+    stem, stem_params = pg_tsquery(query, "english")
+    qparams = [*exact_params, *stem_params]
     where, params = _filter_sql(owner_id, filters)
     sql = f"""
-        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query),
+        SELECT m.id, m.session_id, m.role, m.timestamp,
+               ts_rank(m.stem_vector, q.stem) + %s * ts_rank(m.search_vector, q.exact),
                m.active
         FROM {MESSAGE} m
         JOIN {SESSION} s ON s.id = m.session_id
-        CROSS JOIN (SELECT {expr} AS query) q
-        WHERE m.search_vector @@ q.query {where} {{window}}
+        CROSS JOIN (SELECT {exact} AS exact, {stem} AS stem) q
+        WHERE (m.search_vector @@ q.exact OR m.stem_vector @@ q.stem) {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - expr holds placeholders only
-    lowest = _pg_window_start(expr, qparams)
+    lowest = _pg_window_start(exact, exact_params)
+    head = [EXACT_WEIGHT, *qparams, *params]
     if lowest is not None:
-        rows = _run(sql.format(window="AND m.id >= %s"), [*qparams, *params, lowest, limit])
+        rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
         if len(rows) >= limit:
             return _rows_to_hits(rows)
-    return _rows_to_hits(_run(sql.format(window=""), [*qparams, *params, limit]))
+    return _rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
 
 
 def _pg_window_start(expr: str, qparams: list[object]) -> int | None:
     """The lowest message id of the recent slice to rank, or None to rank everything."""
-    plan = _run(
+    plan = run_read(
         f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE m.search_vector @@ {expr}",  # noqa: S608
         qparams,
     )
@@ -289,7 +327,7 @@ def _pg_window_start(expr: str, qparams: list[object]) -> int | None:
     estimate = float(document[0]["Plan"]["Plan Rows"])
     if estimate <= PG_BROAD_MATCHES:
         return None
-    facts = _run(
+    facts = run_read(
         f"SELECT max(id), (SELECT reltuples FROM pg_class WHERE oid = '{MESSAGE}'::regclass)"  # noqa: S608
         f" FROM {MESSAGE}",
         [],
@@ -301,20 +339,21 @@ def _pg_window_start(expr: str, qparams: list[object]) -> int | None:
 
 
 def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
-    expr, qparams = _pg_tsquery(query)
+    # The 'english' configuration highlights stemmed matches and exact ones alike.
+    expr, qparams = pg_tsquery(query, "english")
     if not hits or not expr:
         return
     sql = f"""
-        SELECT m.id, ts_headline('simple', {_PG_TEXT}, q.query, %s)
+        SELECT m.id, ts_headline('english', {_PG_TEXT}, q.query, %s)
         FROM {MESSAGE} m CROSS JOIN (SELECT {expr} AS query) q
         WHERE m.id = ANY(%s)"""  # noqa: S608 - expr holds placeholders only
     # Placeholders in text order: the options come before the subquery's.
-    rows = dict(_run(sql, [_PG_HEADLINE_OPTIONS, *qparams, [h.message_id for h in hits]]))
+    rows = dict(run_read(sql, [_PG_HEADLINE_OPTIONS, *qparams, [h.message_id for h in hits]]))
     for hit in hits:
         text = rows.get(hit.message_id)
         if text:
             text = text.replace("\ue002", "<").replace("\ue003", ">")
-            hit.snippet = parse_marked(" ".join(text.split()))
+            hit.snippet = parse_marked(text)
 
 
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------
@@ -347,7 +386,7 @@ def _like(
         JOIN {SESSION} s ON s.id = m.session_id
         WHERE {condition}{extra} {where}
         ORDER BY m.id DESC LIMIT %s"""  # noqa: S608 - condition holds placeholders only
-    return _rows_to_hits(_run(sql, [*cparams, *params, limit]))
+    return _rows_to_hits(run_read(sql, [*cparams, *params, limit]))
 
 
 def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: bool = False) -> None:
@@ -358,14 +397,22 @@ def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: boo
     sql = f"""
         SELECT id, substr(content, 1, 20000), tool_name, substr({calls}, 1, 20000)
         FROM {MESSAGE} WHERE id IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
-    rows = {row[0]: row for row in _run(sql, ids)}
+    rows = {row[0]: row for row in run_read(sql, ids)}
     terms = query.positive_terms
     prefixes = frozenset(t.text for g in query.groups for t in g if t.prefix)
     for hit in hits:
         row = rows.get(hit.message_id)
         if row is not None:
+            # The first of content, tool calls (as text, not JSON) and tool name that holds
+            # a term; else the first that is not empty.
+            texts = [t for t in (row[1], tool_calls_text(row[3]), row[2]) if t and t.strip()]
+            wanted = [x.lower() for x in terms]
+            holder = next(
+                (t for t in texts if any(x in t.lower() for x in wanted)),
+                texts[0] if texts else "",
+            )
             hit.snippet = substring_snippet(
-                row[1] or row[3] or row[2] or "", terms, whole_words=whole_words, prefixes=prefixes
+                holder, terms, whole_words=whole_words, prefixes=prefixes
             )
 
 
@@ -374,11 +421,12 @@ def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: boo
 
 def choose_route(query: ParsedQuery, filters: Filters) -> str:
     """ "words", "trigram" or "like" for a non-empty query (see the module docstring)."""
-    if not query.has_cjk:
+    if not query.has_cjk and not query.has_symbols:
         return "words"
-    cjk_terms = [t for g in query.groups for t in g if contains_cjk(t.text)]
+    # CJK and emoji: substrings, which no word index holds.
+    terms = [t for g in query.groups for t in g if contains_cjk(t.text) or is_symbol_term(t.text)]
     trigram_ok = (
-        cjk_count(" ".join(t.text for t in cjk_terms)) >= 3
+        sum(cjk_count(t.text) if contains_cjk(t.text) else len(t.text) for t in terms) >= 3
         and query.all_terms_at_least(3)
         # The trigram index leaves tool output out; an explicit tool search must scan.
         and "tool" not in filters.roles
@@ -402,7 +450,7 @@ def find_hits(
         if postgres:
             hits = _pg_words(query, owner_id, filters, limit)
         else:
-            hits = _sqlite_match("messages_fts", query.fts, owner_id, filters, limit)
+            hits = _sqlite_words(query, owner_id, filters, limit)
         if hits or not query.all_terms_at_least(3):
             return HitPage(route="words", hits=hits)
         route = "words+trigram"
@@ -426,12 +474,12 @@ def add_snippets(page: HitPage, query: ParsedQuery, hits: list[Hit]) -> None:
         if postgres:
             _pg_headlines(query, hits)
         else:
-            _sqlite_snippets("messages_fts", query.fts, hits)
+            _sqlite_snippets("messages_fts_stem", query.fts, hits)
     elif page.route in ("trigram", "words+trigram") and not postgres:
         _sqlite_snippets("messages_fts_trigram", trigram_match(query), hits)
     else:
         _substring_snippets(query, hits)
-    # A hit only in tool-call arguments may have no text of its own to show.
-    missing = [h for h in hits if h.snippet is None or not h.snippet.text.strip()]
+    # A hit only in tool-call arguments or the tool name has no highlight in its content.
+    missing = [h for h in hits if h.snippet is None or not h.snippet.highlights]
     if missing:
         _substring_snippets(query, missing)

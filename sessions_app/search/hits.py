@@ -8,6 +8,7 @@ become HTML, whatever it contains.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,8 +46,64 @@ class Snippet:
         return {"text": self.text, "highlights": [list(h) for h in self.highlights]}
 
 
+# Markdown syntax a snippet shows as text once rendered: the markers go, the words stay.
+# Applied to fragments cut anywhere, so each rule is local (no multi-line constructs).
+_MARKDOWN_RULES = (
+    (re.compile(r"```[\w+-]*"), " "),  # code fences, with their language
+    # [text](url) and images, also when the snippet ends inside the url
+    (re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)?"), r"\1"),
+    (re.compile(r"(?m)^[ \t]*(?:#{1,6}|>+|[-*+]|\d{1,3}[.)])[ \t]+"), ""),  # heads, quotes, lists
+    (
+        re.compile(r"(?m)^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$"),
+        " ",
+    ),  # table rules
+    (re.compile(r"\*\*|__|~~|`"), ""),  # bold, strike, inline code
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])|(?<=[^\s*])\*(?![\w*])"), ""),  # *emphasis*
+    (re.compile(r"(?<!\w)_(?=[^\s_])|(?<=[^\s_])_(?!\w)"), ""),  # _emphasis_, not snake_case
+    (re.compile(r"\s*\|\s*"), " "),  # table cells
+)
+
+
+def plain_text(text: str) -> str:
+    """`text` without Markdown syntax and with runs of whitespace as one space. Keeps
+    MARK_START/MARK_END where they are (they are neither syntax nor space)."""
+    for pattern, replacement in _MARKDOWN_RULES:
+        text = pattern.sub(replacement, text)
+    return _whitespace(text).strip()
+
+
+def tool_calls_text(raw: object) -> str:
+    """Tool calls (stored JSON, as text or parsed) as a line a person can read:
+    `name: value, value` per call, never the JSON with its ids and quoting."""
+    calls = raw
+    if isinstance(raw, str):
+        try:
+            calls = json.loads(raw)
+        except ValueError:
+            return ""
+    if not isinstance(calls, list):
+        return ""
+    parts = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                pass
+        values = arguments.values() if isinstance(arguments, dict) else [arguments or ""]
+        shown = ", ".join(str(v) for v in values if v not in (None, "", [], {}))
+        parts.append(f"{function.get('name') or 'tool'}: {shown}".strip(" :"))
+    return " · ".join(parts)
+
+
 def parse_marked(raw: str) -> Snippet:
-    """Split text carrying MARK_START/MARK_END into plain text and highlight ranges."""
+    """Split text carrying MARK_START/MARK_END into plain text (Markdown syntax removed)
+    and highlight ranges."""
+    raw = plain_text(raw)
     text: list[str] = []
     highlights: list[tuple[int, int]] = []
     length = 0
@@ -99,7 +156,7 @@ def substring_snippet(
     `whole_words` matches terms only between word boundaries (a term in `prefixes` may run
     on), which is what a word index matched; substring routes leave it off.
     """
-    text = _whitespace(strip_markers(text)).strip()
+    text = plain_text(strip_markers(text))
     patterns = []
     for term in terms:
         if not term:

@@ -85,6 +85,11 @@ def _has_token_chars(text: str) -> bool:
     return any(_is_token_char(c) for c in text)
 
 
+def is_symbol_term(text: str) -> bool:
+    """A term of symbols only (emoji, ©, →): no word index holds it, a substring scan does."""
+    return not _has_token_chars(text) and any(unicodedata.category(c) == "So" for c in text)
+
+
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
@@ -137,12 +142,21 @@ _TOKEN_RE = re.compile(r'"(?:[^"]|"")*"\*?|[^\s"]+')
 
 
 def _rebuild(query: str) -> str:
-    """Whitelist pass: every token becomes an operator, a bareword(*) or a quoted phrase(*)."""
+    """Whitelist pass: every token becomes an operator, a bareword(*) or a quoted phrase(*).
+
+    Operator words not in capitals ("or", "Not") are dropped, as Hermes does: in a typed
+    question they are filler, not words to require. Symbol-only terms (an emoji) count
+    only in a query that has no word at all ("🦆"); beside words they are ignored.
+    """
+    tokens = _TOKEN_RE.findall(query)
+    symbols_only = not any(_has_token_chars(t) for t in tokens if t.upper() not in OPERATORS)
     out: list[str] = []
     terms = 0
-    for raw in _TOKEN_RE.findall(query):
+    for raw in tokens:
         if raw in OPERATORS:
             out.append(raw)
+            continue
+        if raw.upper() in OPERATORS:
             continue
         prefix = raw.endswith("*")
         body = raw[:-1] if prefix else raw
@@ -151,14 +165,19 @@ def _rebuild(query: str) -> str:
         else:
             # Edge hyphens and dots ("-foo", "foo.") join nothing.
             inner = body.replace("*", " ").strip(" .-")
-        if not _has_token_chars(inner):
+        if not (_has_token_chars(inner) or symbols_only and is_symbol_term(inner)):
             continue
         if terms >= MAX_TERMS:
             break
         terms += 1
         is_phrase = body.startswith('"')
         # An operator word with a prefix star ("AND*") is still the operator to FTS5: quote it.
-        bare = not is_phrase and _is_bareword(inner) and inner not in OPERATORS
+        bare = (
+            not is_phrase
+            and _is_bareword(inner)
+            and inner not in OPERATORS
+            and _has_token_chars(inner)
+        )
         token = inner if bare else _quote(inner)
         out.append(token + ("*" if prefix else ""))
     return " ".join(_fix_operators(out))
@@ -213,6 +232,10 @@ class ParsedQuery:
     @property
     def has_cjk(self) -> bool:
         return contains_cjk(self.fts)
+
+    @property
+    def has_symbols(self) -> bool:
+        return any(is_symbol_term(t.text) for g in self.groups for t in g)
 
     def all_terms_at_least(self, length: int) -> bool:
         return all(len(t.text) >= length for g in self.groups for t in g)

@@ -36,6 +36,7 @@ from .summarise import (
     summary_request,
     summary_start,
 )
+from .titles import TITLE_BOOST, title_only_hits, title_scores
 
 SNIPPETS_PER_CONVERSATION = 3
 #: Matching messages retrieved per search before grouping them into conversations.
@@ -101,25 +102,50 @@ def _excluded(owner: AbstractBaseUser, session_id: str | None) -> frozenset[str]
     return frozenset(lineage_ids(current)) if current is not None else frozenset()
 
 
-def group_hits(hits: list[Hit], *, roots: dict[str, str], limit: int) -> dict[str, list[Hit]]:
+def group_hits(
+    hits: list[Hit],
+    *,
+    roots: dict[str, str],
+    limit: int,
+    boosts: dict[str, float] | None = None,
+) -> dict[str, list[Hit]]:
     """Hits grouped by conversation (compression chain root), best conversations first.
 
     A conversation scores the sum of its three best hits, so one that keeps coming back to
-    the topic beats a single lucky message; with unranked hits (substring scans) the number
-    of hits counts. Ties keep the order in which conversations first appeared.
+    the topic beats a single lucky message, plus its boost (a matching title); with
+    unranked hits (substring scans) the number of hits counts. Ties keep the order in
+    which conversations first appeared.
     """
+    boosts = boosts or {}
     grouped: dict[str, list[Hit]] = {}
     for hit in hits:
         grouped.setdefault(roots.get(hit.session_id, hit.session_id), []).append(hit)
     ranked = any(h.score for h in hits)
 
     def strength(item: tuple[int, tuple[str, list[Hit]]]) -> tuple[float, int]:
-        position, (_, members) = item
+        position, (root, members) = item
         value = sum(h.score for h in members[:3]) if ranked else float(len(members))
-        return (-value, position)
+        return (-value - boosts.get(root, 0.0), position)
 
     order = sorted(enumerate(grouped.items()), key=strength)
     return dict(entry for _, entry in order[: max(1, limit)])
+
+
+def title_boosts(
+    titles: dict[str, float], roots: dict[str, str], hits: list[Hit]
+) -> dict[str, float]:
+    """{root: boost} for conversations whose title matched: between half and all of
+    TITLE_BOOST times the best message score of the page (scores differ in scale between
+    vendors and queries; a title weighs about as much as the best single message)."""
+    if not titles:
+        return {}
+    unit = TITLE_BOOST * max((h.score for h in hits), default=0.0) or 1.0
+    top = max(titles.values())
+    boosts: dict[str, float] = {}
+    for session_id, score in titles.items():
+        root = roots.get(session_id, session_id)
+        boosts[root] = max(boosts.get(root, 0.0), unit * (0.5 + 0.5 * score / top))
+    return boosts
 
 
 def search_conversations(
@@ -151,10 +177,12 @@ def search_conversations(
         exclude_session_ids=_excluded(owner, exclude_lineage_of),
     )
     page = find_hits(owner_id=owner.pk, query=parsed, filters=filters, limit=rows or DEFAULT_ROWS)
+    titles = title_scores(owner_id=owner.pk, query=parsed, filters=filters)
+    roots = compression_roots({h.session_id for h in page.hits} | set(titles), owner_id=owner.pk)
+    found = {roots[h.session_id] for h in page.hits}
+    hits = page.hits + title_only_hits([s for s in titles if roots[s] not in found])
     groups = group_hits(
-        page.hits,
-        roots=compression_roots({h.session_id for h in page.hits}, owner_id=owner.pk),
-        limit=limit,
+        hits, roots=roots, limit=limit, boosts=title_boosts(titles, roots, page.hits)
     )
     if not groups:
         return SearchResult(query=parsed.fts, route=page.route)

@@ -43,9 +43,16 @@ Search and read your earlier conversations with this user (not the current one).
 Use it when the user refers to something from before ("what did we decide about…", \
 "like last time") or when past context would help.
 
-- query: full-text search. Returns the best conversations (default 3, at most 5) with a \
-summary focused on the query, the title, date and a link. Syntax: words are ANDed; \
-OR, NOT, "exact phrase" and prefix* work. Chinese/Japanese/Korean text works too.
+- query: keyword search over messages and titles. Returns the best conversations \
+(default 3, at most 5) with a summary focused on the query, the title, date and a link.
+  Write a WIDE query: the words the user might have used back then, joined with OR, \
+with variants and synonyms — not the user's question as a sentence. Space-separated \
+words must ALL match; OR means any. Example: for "what did we settle about the \
+Lisbon trip?" search `Lisbon OR trip OR travel OR flight OR hotel OR itinerary`. \
+Word forms match each other (camping ~ camped, trams ~ tram); names, numbers and \
+identifiers match exactly. Also: NOT word, "exact phrase", prefix*. Chinese, \
+Japanese and Korean: use terms of 3 or more characters when you can. If nothing \
+comes back, try other words once before saying you do not remember.
 - no arguments: the most recent conversations with previews (cheap).
 - session_id: read that conversation. Add around_message_id (from a result) to read the \
 messages around it (window, default 5).
@@ -54,7 +61,11 @@ Results come from the user's own history only."""
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "description": "What to look for."},
+        "query": {
+            "type": "string",
+            "description": "Keywords joined with OR, with variants and synonyms "
+            "(e.g. `deploy OR deployment OR release OR rollout`).",
+        },
         "limit": {
             "type": "integer",
             "minimum": 1,

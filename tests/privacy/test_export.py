@@ -120,6 +120,17 @@ def test_exported_state_db_is_a_hermes_database_with_working_search(owner, expor
         "messages_fts_delete",
         "messages_fts_update",
     } <= names
+    # Hermes' own FTS tables with their own tokenizers; none of the site's extra indexes.
+    assert not {n for n in names if "fts_stem" in n or "title_fts" in n}
+    tokenizers = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master"
+            " WHERE name IN ('messages_fts', 'messages_fts_trigram')"
+        ).fetchall()
+    )
+    assert "tokenize='unicode61'" in tokenizers["messages_fts"]
+    assert "porter" not in tokenizers["messages_fts"]
+    assert "tokenize='trigram'" in tokenizers["messages_fts_trigram"]
     assert conn.execute("SELECT version FROM schema_version").fetchone() == (30,)
     assert conn.execute("SELECT value FROM state_meta WHERE key='fts_storage_version'").fetchone()
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

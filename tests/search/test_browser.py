@@ -10,6 +10,8 @@ import pytest
 from sessions_app.models import Message, SearchSummary
 from sessions_app.search.summarise import query_hash
 from tests.e2e.conftest import (  # noqa: F401
+    DESKTOP,
+    PHONE,
     browser,
     live_server_env,
     live_server_url,
@@ -81,4 +83,51 @@ def test_search_summarise_by_keyboard_and_poll(
         timeout=20_000
     )
     assert page.url.endswith("/sessions/?q=vault")  # no page reload
+    assert errors == []
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_snippets_read_as_text_with_highlights(
+    owner,
+    server_url,  # noqa: F811
+    browser,  # noqa: F811
+    viewport,
+    tmp_path,
+):
+    calls = [
+        {
+            "id": "call_x1",
+            "type": "function",
+            "function": {"name": "memory", "arguments": '{"content": "ferryboat to Porto"}'},
+        }
+    ]
+    answer = "## Plan\n\n- **Book** the `ferryboat` tickets\n- see [the site](https://x.example)"
+
+    def seed() -> Any:
+        return make_chat(
+            owner,
+            [
+                ("user", "what about the ferries?"),
+                ("assistant", answer),
+                ("assistant", "", {"tool_calls": calls, "status": "complete"}),
+            ],
+            title="Porto ferries",
+        )
+
+    chat = off_loop(seed)
+    page, errors = logged_in_page(browser, server_url, owner, viewport)
+    page.goto(f"{server_url}/sessions/?q=ferryboat")
+    result = page.locator(f"#result-{chat.id}")
+    snippets = result.locator(".snippet")
+    assert snippets.count() == 2
+    texts = [snippets.nth(i).inner_text() for i in range(2)]
+    for text in texts:
+        assert not any(s in text for s in ("**", "`", "##", "](", "call_", '{"')), text
+    assert any("Book the ferryboat tickets" in t for t in texts)
+    assert any(t.startswith("memory: ferryboat to Porto") for t in texts)
+    marks = result.locator("mark")
+    assert {marks.nth(i).inner_text() for i in range(marks.count())} == {"ferryboat"}
+    box = result.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
+    page.screenshot(path=str(tmp_path / f"search-snippets-{viewport['width']}.png"), full_page=True)
     assert errors == []

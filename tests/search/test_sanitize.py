@@ -67,7 +67,10 @@ def test_unterminated_quote_is_dropped():
         ("50%", "50"),
         ("it's", "it s"),
         ("AND OR NOT", ""),
-        ("and or not", "and or not"),  # lowercase words are words, not operators
+        ("and or not", ""),  # operator words not in capitals are dropped (Hermes)
+        ("camping or hiking", "camping hiking"),
+        ("trams not buses", "trams buses"),
+        ('"or"', '"or"'),  # a quoted phrase is a word
     ],
 )
 def test_syntax_is_neutralised(raw, expected):
@@ -80,7 +83,7 @@ def test_percent_is_kept_inside_cjk_queries_for_the_escaped_like_path():
 
 @pytest.mark.parametrize(
     "raw",
-    ["", "   ", "\t\n", "!!!", "?!.,;:", "()", '""', "🚀", "\u200b\u200f", "\x00"],
+    ["", "   ", "\t\n", "!!!", "?!.,;:", "()", '""', "\u200b\u200f", "\x00"],
 )
 def test_nothing_searchable_gives_an_empty_query(raw):
     assert sanitize_fts5_query(raw) == ""
@@ -100,6 +103,13 @@ def test_rtl_text_is_kept():
 
 def test_emoji_next_to_words_is_ignored():
     assert sanitize_fts5_query("deploy 🚀") == "deploy"
+
+
+def test_an_emoji_only_query_is_kept_as_a_quoted_term():
+    assert sanitize_fts5_query("🦆") == '"🦆"'
+    assert sanitize_fts5_query("🦆 OR 🐍") == '"🦆" OR "🐍"'
+    assert [t.text for t in parse_query("🦆").groups[0]] == ["🦆"]
+    assert parse_query("🦆").has_symbols
 
 
 def test_length_and_term_caps():

@@ -36,3 +36,57 @@ def test_all_migrations_reverse_to_zero_and_apply_again(owner):
     session = Session.objects.create(owner=owner)
     msg = Message.objects.create(session=session, role="user", content="roundtripword")
     assert message_ids_matching(owner=owner, fts_query="roundtripword") == [msg.id]
+
+
+def stem_objects() -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts_stem%%'"
+                " OR name LIKE 'sessions_title_fts%%'"
+            )
+        else:
+            cursor.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'sessions_app_message' AND column_name = 'stem_vector' "
+                "UNION SELECT indexname FROM pg_indexes"
+                " WHERE indexname IN ('message_stem_vector_idx', 'session_title_search_idx')"
+            )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stemmed_and_title_indexes_build_on_existing_data_and_reverse(owner, outsider):
+    from sessions_app.search.service import search_conversations
+
+    def found(user, query):
+        return [c.session_id for c in search_conversations(owner=user, query=query).conversations]
+
+    assert len(stem_objects()) >= 3
+    call_command("migrate", "sessions_app", "0009_session_and_summary_leases", verbosity=0)
+    assert stem_objects() == set()
+    # Data written while only the exact indexes exist (no stem triggers to fill anything).
+    chat = Session.objects.create(owner=owner, title="Lisbon trams")
+    Message.objects.create(session=chat, role="user", content="we camped by the castle")
+    theirs = Session.objects.create(owner=outsider, title="Porto trams")
+    Message.objects.create(session=theirs, role="user", content="camped too")
+    assert message_ids_matching(owner=owner, fts_query="camped")  # exact search still works
+
+    call_command("migrate", "sessions_app", verbosity=0)
+    assert len(stem_objects()) >= 3
+    # Back-filled: the stem of old rows and the title of an old conversation are found.
+    assert found(owner, "camping") == [chat.id]
+    assert found(owner, "tram") == [chat.id]
+    assert found(outsider, "tram") == [theirs.id]
+    # And kept in sync from now on.
+    later = Message.objects.create(session=chat, role="assistant", content="the hikers hiked")
+    assert later.id in [h.message_id for h in _hits(owner, "hiking")]
+    later.delete()
+    assert _hits(owner, "hiking") == []
+
+
+def _hits(owner, query):
+    from sessions_app.search.backends import find_hits
+    from sessions_app.search.sanitize import parse_query
+
+    return find_hits(owner_id=owner.pk, query=parse_query(query)).hits
