@@ -43,13 +43,18 @@ def _cookie(user: Any) -> str:
     return f"sessionid={client.cookies['sessionid'].value}"
 
 
+def _origin(url: str) -> str:
+    """The page origin a browser would send for this websocket URL (same scheme, host, port)."""
+    return "http" + url.removeprefix("ws").split("/ws/", 1)[0]
+
+
 async def _chat(url: str, cookie: str, texts: list[str]) -> list[dict[str, Any]]:
     import websockets
 
     results = []
     async with websockets.connect(
         url,
-        additional_headers={"Cookie": cookie, "Origin": "http://127.0.0.1"},
+        additional_headers={"Cookie": cookie, "Origin": _origin(url)},
         max_size=2**22,
     ) as ws:
         session = None
@@ -295,9 +300,7 @@ async def _socket_memory(url: str, cookies: list[str], pid: int, idle_kb: int) -
     import websockets
 
     sockets = [
-        await websockets.connect(
-            url, additional_headers={"Cookie": c, "Origin": "http://127.0.0.1"}
-        )
+        await websockets.connect(url, additional_headers={"Cookie": c, "Origin": _origin(url)})
         for c in cookies
     ]
     await asyncio.sleep(0.5)

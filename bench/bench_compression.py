@@ -63,7 +63,11 @@ def run(vendor: str) -> dict[str, Any]:
             ws = WebsocketCommunicator(
                 application,
                 "/ws/chat/",
-                headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)],
+                headers=[
+                    (b"origin", b"http://127.0.0.1"),
+                    (b"host", b"127.0.0.1"),
+                    (b"cookie", cookie),
+                ],
             )
             await ws.connect()
             session = None
