@@ -8,6 +8,13 @@ from django.db import models
 from django.db.models import Q
 
 
+def _price(label: str, help_text: str) -> models.DecimalField:
+    """An optional price in USD per million tokens."""
+    return models.DecimalField(
+        label, max_digits=12, decimal_places=4, null=True, blank=True, help_text=help_text
+    )
+
+
 class ModelEntry(models.Model):
     name = models.CharField(max_length=80, unique=True, help_text="What people see in the picker.")
     model_id = models.CharField(
@@ -21,29 +28,10 @@ class ModelEntry(models.Model):
     # Fernet token (model_catalog.crypto); never the key itself.
     api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     context_length = models.PositiveIntegerField(default=128000)
-    price_input = models.DecimalField(
-        "input price",
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text="USD per million prompt tokens.",
-    )
-    price_output = models.DecimalField(
-        "output price",
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text="USD per million completion tokens.",
-    )
-    price_cached_input = models.DecimalField(
-        "cached input price",
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text="USD per million cached prompt tokens (empty: the input price).",
+    price_input = _price("input price", "USD per million prompt tokens.")
+    price_output = _price("output price", "USD per million completion tokens.")
+    price_cached_input = _price(
+        "cached input price", "USD per million cached prompt tokens (empty: the input price)."
     )
     enabled = models.BooleanField(default=True)
     is_default = models.BooleanField("default for new chats", default=False)
