@@ -217,6 +217,19 @@ def lease_is_live(owner: str, expires: datetime | None) -> bool:
     return bool(owner) and expires is not None and expires > timezone.now()
 
 
+def raise_if_held(model: type[models.Model], pk: Any, *, working: Q) -> None:
+    """After `lease_acquire` returned None: raise LeaseBusy while a live holder works on row
+    `pk` (the row matches `working`), so the caller's task comes back once the lease would
+    have expired; return when nobody is on it (done, gone, or not the caller's to do)."""
+    row = (
+        model._default_manager.filter(working, pk=pk)
+        .values_list("lease_owner", "lease_expires_at")
+        .first()
+    )
+    if row is not None and lease_is_live(*row):
+        raise LeaseBusy(lease_remaining(model, pk))
+
+
 @contextlib.contextmanager
 def lease_heartbeat(lease: Lease) -> Iterator[Lease]:
     """Renew `lease` from a thread while the block runs (a model call can take minutes).

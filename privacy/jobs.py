@@ -30,11 +30,9 @@ from django.utils import timezone
 from core.exceptions import NotFound, ServiceError
 from core.leases import (
     Lease,
-    LeaseBusy,
     lease_acquire,
     lease_heartbeat,
-    lease_is_live,
-    lease_remaining,
+    raise_if_held,
 )
 from core.queue import task_send_on_commit
 
@@ -157,17 +155,9 @@ def export_job_run(*, job_id: int) -> str:
         },
     )
     if lease is None:
-        row = ExportJob.objects.filter(pk=job_id).values(
-            "status", "lease_owner", "lease_expires_at"
-        )
-        current = row.first()
-        if current is None:
-            return "gone"
-        if current["status"] == "running" and lease_is_live(
-            current["lease_owner"], current["lease_expires_at"]
-        ):
-            raise LeaseBusy(lease_remaining(ExportJob, job_id))
-        return current["status"]
+        raise_if_held(ExportJob, job_id, working=Q(status="running"))
+        status = ExportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
+        return status or "gone"
     with lease_heartbeat(lease):
         return _build_holding(lease)
 

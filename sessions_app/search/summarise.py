@@ -34,7 +34,7 @@ from core.leases import (
     lease_acquire,
     lease_heartbeat,
     lease_is_live,
-    lease_remaining,
+    raise_if_held,
 )
 from core.queue import task_send
 
@@ -177,13 +177,9 @@ def summary_run(*, summary_id: int) -> str:
         },
     )
     if lease is None:
-        current = SearchSummary.objects.filter(id=summary_id).values(
-            "status", "lease_owner", "lease_expires_at"
-        )
-        row = current.first()
-        if row is not None and _being_summarised(row):
-            raise LeaseBusy(lease_remaining(SearchSummary, summary_id))
-        return row["status"] if row else "missing"
+        raise_if_held(SearchSummary, summary_id, working=Q(status=Status.RUNNING))
+        status = SearchSummary.objects.filter(id=summary_id).values_list("status", flat=True)
+        return status.first() or "missing"
     with lease_heartbeat(lease):
         return _summarise_holding(lease)
 

@@ -27,11 +27,9 @@ from django.utils import timezone
 
 from core.leases import (
     Lease,
-    LeaseBusy,
     lease_acquire,
     lease_heartbeat,
-    lease_is_live,
-    lease_remaining,
+    raise_if_held,
 )
 from core.queue import task_send
 from core.realtime import notice_to_user
@@ -364,10 +362,7 @@ def review_run_execute(*, run_id: int) -> str:
         values={"status": ReviewRun.Status.RUNNING, "started_at": timezone.now()},
     )
     if lease is None:
-        current = ReviewRun.objects.filter(pk=run_id, status=ReviewRun.Status.RUNNING)
-        row = current.values_list("lease_owner", "lease_expires_at").first()
-        if row is not None and lease_is_live(*row):
-            raise LeaseBusy(lease_remaining(ReviewRun, run_id))
+        raise_if_held(ReviewRun, run_id, working=Q(status=ReviewRun.Status.RUNNING))
         return "skipped"
     with lease_heartbeat(lease):
         return _review_holding(lease)
