@@ -48,9 +48,8 @@ def estimated_next_prompt(session: Session) -> int:
         .order_by("-id")
         .first()
     )
-    rows = api_messages(session_id=session.pk, system_prompt="")
     if last is None:
-        return estimate_tokens(rows)
+        return estimate_tokens(api_messages(session_id=session.pk, system_prompt=""))
     newer = Message.objects.filter(session_id=session.pk, active=True, id__gt=last.id).values(
         "content", "tool_calls"
     )
