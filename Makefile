@@ -6,7 +6,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
 DEV_STAMP := $(VENV)/.installed-requirements-dev
-# Workers of `make test-fast` (pytest-xdist); each gets its own test database and Redis prefix.
+# Workers of the parallel half of `make test` (and `make test-fast`, pytest-xdist); each gets
+# its own test database and Redis prefix.
 FAST_WORKERS ?= auto
 
 .PHONY: install install-dev run demo serve test test-fast lint format worker beat bench migrate clean vendor
@@ -36,14 +37,16 @@ run demo: migrate
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py serve $(SERVE_ARGS)
 
-## make test: the whole test suite (uses DATABASE_URL / REDIS_URL when set)
-test: install-dev
-	$(PY) -m pytest $(PYTEST_ARGS)
+## make test: the whole test suite (uses DATABASE_URL / REDIS_URL when set): the tests that
+## need no process of their own in parallel, then those that start processes (worker,
+## server, browser; marked `slow`) one at a time. Exit status 5 (nothing selected, e.g. a
+## PYTEST_ARGS that names only slow tests) is not a failure.
+test: test-fast
+	$(PY) -m pytest -m slow $(PYTEST_ARGS) || test $$? -eq 5
 
-## make test-fast: everything but the tests that start processes (worker, server, browser;
-## marked `slow`), in parallel. `make test` stays the reference (CI runs it).
+## make test-fast: the first half of `make test` alone (everything but the `slow` tests).
 test-fast: install-dev
-	$(PY) -m pytest -m "not slow" -n $(FAST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" -n $(FAST_WORKERS) $(PYTEST_ARGS) || test $$? -eq 5
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

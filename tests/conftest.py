@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -187,6 +188,67 @@ def redis_channel_layer(redis_url, settings):
         }
     }
     return redis_url
+
+
+# --- live servers of browser tests ----------------------------------------------------------
+
+
+class ServerPool:
+    """Daphne processes on the test database, one per distinct environment, started on
+    first use and kept for the whole run: starting Django costs seconds, and the tests of a
+    run differ only in a few variables (the scripted model's address, REDIS_URL or not).
+    Each test still gets an emptied database (transactional_db) and a browser context of
+    its own."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.servers: dict[tuple[tuple[str, str], ...], tuple[subprocess.Popen, str, Path]] = {}
+
+    def url_for(self, env: dict[str, str]) -> str:
+        # pytest names the running test in the environment; a server outlives its test.
+        env = {name: value for name, value in env.items() if name != "PYTEST_CURRENT_TEST"}
+        key = tuple(sorted(env.items()))
+        if key in self.servers and self.servers[key][0].poll() is None:
+            return self.servers[key][1]
+        port = free_port()
+        log_path = self.logs / f"daphne-{len(self.servers)}-{port}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                 "hermes_site.asgi:application"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        self.servers[key] = (proc, url, log_path)
+
+        def up() -> bool:
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                    return True
+            except OSError:
+                assert proc.poll() is None, log_path.read_text()
+                return False
+
+        wait_for(up, timeout=60, interval=0.3, what="daphne")
+        return url
+
+    def stop(self) -> None:
+        for proc, _url, _log in self.servers.values():
+            proc.terminate()
+        for proc, _url, _log in self.servers.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server_pool(django_db_setup, tmp_path_factory) -> Iterator[ServerPool]:
+    pool = ServerPool(tmp_path_factory.mktemp("daphne"))
+    try:
+        yield pool
+    finally:
+        pool.stop()
 
 
 def database_url_for_subprocess() -> str:

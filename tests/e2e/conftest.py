@@ -4,10 +4,7 @@ scripted model over HTTP, and Debian's Chromium driven by Playwright."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import threading
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ import pytest
 from django.db import connection
 
 from devtools.scripted_llm import ScriptedLLM
-from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.conftest import ROOT, subprocess_env
 from tests.factories import PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -50,11 +47,9 @@ def live_server_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def live_server_url(transactional_db, llm_for_server, live_server_env, tmp_path) -> Iterator[str]:
+def live_server_url(transactional_db, llm_for_server, live_server_env, server_pool) -> str:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    port = free_port()
-    log = (tmp_path / "daphne.log").open("wb")
     env = subprocess_env(
         **{
             "OPENAI_BASE_URL": llm_for_server.base_url,
@@ -65,46 +60,13 @@ def live_server_url(transactional_db, llm_for_server, live_server_env, tmp_path)
             **live_server_env,
         }
     )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "hermes_site.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                return True
-        except OSError:
-            assert proc.poll() is None, (tmp_path / "daphne.log").read_text()
-            return False
-
-    try:
-        wait_for(up, timeout=60, interval=0.3, what="daphne")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    return server_pool.url_for(env)
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
+    """Chromium for one test. Not shared: Playwright's sync API keeps its event loop
+    running in this thread, where Django then refuses the fixtures' database calls."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

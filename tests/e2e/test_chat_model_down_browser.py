@@ -10,10 +10,13 @@ from tests.e2e.conftest import DESKTOP, PHONE, SCREENSHOTS, logged_in_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+# A port nothing listens on (one for the module: its tests share one server).
+CLOSED_PORT = free_port()
+
 
 @pytest.fixture
 def live_server_env() -> dict[str, str]:
-    return {"OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1"}
+    return {"OPENAI_BASE_URL": f"http://127.0.0.1:{CLOSED_PORT}/v1"}
 
 
 def wait_failed(page, answers: int) -> None:
