@@ -31,7 +31,6 @@ from core.exceptions import ServiceError
 from core.leases import lease_heartbeat_async
 from core.realtime import RealtimeUnavailable, apublish, session_group
 from memory.providers import MemoryManager
-from usage.cost import CallUsage
 
 from .. import selectors, services
 from ..models import Message
@@ -39,6 +38,7 @@ from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
+from .llm.cost import CallUsage
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
 from .stream import StreamState, TurnEvents, done_event, stream_call
 from .tools import ToolContext, registry
