@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = (
@@ -137,6 +138,12 @@ def _app_graph() -> dict[str, set[str]]:
             if _app(target) in APPS and _app(target) != _app(name)
         )
     return graph
+
+
+def test_the_checked_apps_are_the_installed_ones() -> None:
+    # A new app joins APPS, or the rules below would not see it.
+    project = {name for name in settings.INSTALLED_APPS if (ROOT / name).is_dir()}
+    assert project == set(APPS)
 
 
 def test_no_import_cycle_between_apps() -> None:
