@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 
 from .models import ApiToken, LoginThrottle, Membership, Profile
 

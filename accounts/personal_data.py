@@ -1,4 +1,4 @@
-"""The accounts app's tables in the privacy registry (privacy/registry.py)."""
+"""The accounts app's tables in the privacy registry (core/privacy/registry.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db.models import Model
 
-from privacy import registry
-from privacy.serialize import row_dict
+from core.privacy import registry
+from core.privacy.serialize import row_dict
 
 from .models import ApiToken, LoginThrottle, Membership, Profile
 

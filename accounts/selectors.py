@@ -12,8 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from usage.selectors import Usage, usage_per_person
-
+from .meter import Usage, usage_meter
 from .models import Membership
 
 
@@ -75,7 +74,7 @@ def team_members(*, user_id: int | None = None, now: datetime | None = None) -> 
     users = get_user_model().objects.select_related("membership").order_by("-is_active", "username")
     if user_id is not None:
         users = users.filter(pk=user_id)
-    usage = usage_per_person(today=today, month=month, user_id=user_id)
+    usage = usage_meter().usage_per_person(today=today, month=month, user_id=user_id)
     rows = []
     for user in list(users):
         membership = getattr(user, "membership", None)

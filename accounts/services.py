@@ -20,9 +20,9 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from core.exceptions import NotFound, ServiceError
-from usage.selectors import usage_since
 
 from . import selectors
+from .meter import usage_meter
 from .models import ApiToken, Membership, Profile
 
 
@@ -102,7 +102,7 @@ def quota_check(*, user: AbstractBaseUser) -> None:
         return
     now = timezone.now()
     start, resets_at = selectors.day_bounds(now)
-    used = usage_since(user=user, since=start)
+    used = usage_meter().usage_since(user=user, since=start)
     local_reset = timezone.localtime(resets_at)
     when = f"{local_reset:%H:%M} {local_reset.tzname()} (in {_until(resets_at, now)})"
     if quota.messages and used.messages >= quota.messages:

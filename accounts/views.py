@@ -12,9 +12,9 @@ from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
 from core.middleware import errors_back_to
-from privacy.views import account_privacy_context
 
 from . import services
+from .account_page import account_sections_context
 from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
 
 
@@ -51,7 +51,7 @@ def account(request: HttpRequest) -> HttpResponse:
             "tokens": request.user.api_tokens.all(),
             "new_token": request.session.pop("new_api_token", None),
             # Download my data, import, forget memory, delete account (privacy/).
-            **account_privacy_context(request.user),
+            **account_sections_context(request.user),
         },
     )
 

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.exceptions import ServiceError
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 
 from . import services
 from .models import (

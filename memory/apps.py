@@ -8,11 +8,27 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
+        from sessions_app.agent.extensions import (
+            PromptSection,
+            inspector_section_register,
+            memory_providers_register,
+            prompt_section_register,
+        )
         from sessions_app.agent.tools import registry
 
+        from .inspector import memory_inspector_context
+        from .providers import MemoryManager
+        from .services import memory_snapshot_freeze
         from .tools import TOOLS
 
         registry.register(*TOOLS)
+        # What a conversation asks of memory: the providers of each turn, the MEMORY/USER
+        # snapshot of a new frozen prompt, the inspector's memory parts.
+        memory_providers_register(MemoryManager.for_user)
+        prompt_section_register(
+            PromptSection("memory_snapshot", 10, memory_snapshot_freeze, memory=True)
+        )
+        inspector_section_register("memory", memory_inspector_context)
 
         # Inferences (the local memory provider): their admin and privacy registrations.
         from .inferences.registrations import register_all

@@ -1,9 +1,9 @@
-"""The memory tables in the privacy registry (privacy/registry.py); the inference tables
+"""The memory tables in the privacy registry (core/privacy/registry.py); the inference tables
 register in memory/inferences/personal_data.py."""
 
 from __future__ import annotations
 
-from privacy import registry
+from core.privacy import registry
 
 from .models import MemoryAnchor, MemoryEntry, MemoryEvent, SessionMemorySnapshot
 

@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
 from core.exceptions import ServiceError
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 
 from .erase import account_erase
 from .models import AdminContentAccess, ExportJob

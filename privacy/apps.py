@@ -8,10 +8,16 @@ class PrivacyConfig(AppConfig):
     verbose_name = "Privacy"
 
     def ready(self) -> None:
+        from accounts.account_page import account_section_register
         from core.leases import lease_kind_register
+        from core.privacy.admin_base import content_accessed
 
         from . import personal_data
+        from .admin_access import content_access_record
         from .models import ExportJob
+        from .views import account_privacy_context
 
         personal_data.register()
+        content_accessed.connect(content_access_record, dispatch_uid="privacy.admin_access")
         lease_kind_register("export", ExportJob)
+        account_section_register("privacy", account_privacy_context)

@@ -5,7 +5,7 @@ Per-object erasure (one memory entry, conversation, skill, inference) lives in e
 services (`memory_entry_delete`, `session_delete`, `skill_delete`, …); this module is about
 everything of a person at once. Account erasure removes:
 
-- every row of every registered table (privacy/registry.py), then the user row (which
+- every row of every registered table (core/privacy/registry.py), then the user row (which
   cascades whatever else points at it), the frozen system prompts nobody else uses, the
   admin's history entries about the person's rows, and their login sessions;
 - their export archives and build directories on disk (crashed builds' too) and the
@@ -36,10 +36,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from core.exceptions import ServiceError
+from core.privacy import registry
 from core.queue import task_send
 from core.realtime import session_group, user_group
-
-from . import registry
 
 logger = logging.getLogger(__name__)
 

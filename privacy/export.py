@@ -38,9 +38,11 @@ from typing import IO, Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from . import registry, statedb
+from core.privacy import registry
+from core.privacy.serialize import json_value, row_dict
+
+from . import statedb
 from .information import information_sheet
-from .serialize import json_value, row_dict
 
 SCHEMA_VERSION = 1
 FORMAT = "hermes-web-export"

@@ -9,9 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from core.privacy import registry
 from model_catalog.selectors import ModelChoice, default_choice, enabled_choices, summary_choice
-
-from . import registry
 
 
 def _safe_url(url: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import registry
+from core.privacy import registry
+
 from .models import AdminContentAccess, ExportJob
 
 

@@ -28,7 +28,7 @@ MAX_REPORT_LINES = 12
 
 
 def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
-    """What the Account page's data section shows (used by accounts.views.account)."""
+    """What the Account page's data section shows (registered with accounts.account_page)."""
     from memory.models import MemoryEntry
 
     return {

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 
 from .models import Message, SearchSummary, Session, StateMeta, SystemPrompt
 

@@ -34,15 +34,15 @@ from django.utils import timezone
 from accounts.services import profile_get
 from core.leases import Lease, LeaseBusy, lease_heartbeat, lease_remaining
 from core.realtime import notice_to_user, publish, session_group
-from memory.providers import MemoryManager
-from usage.cost import CallUsage
-from usage.services import session_bill
 
 from . import turn_claim
 from .agent import llm
+from .agent.extensions import memory_providers_for
+from .agent.llm.cost import CallUsage
 from .agent.offline_loop import run_offline_loop
 from .agent.prompt import session_freeze_prompt
 from .agent.tools import ToolContext, registry
+from .billing import session_bill
 from .branches import path_link_new_session
 from .ending import session_end_notify
 from .models import Message, Session
@@ -320,7 +320,7 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
         saved, flush_usage = _flush_memory(
             session, [{"role": "system", "content": prompt}, *conversation], entry=summary_model
         )
-        manager = MemoryManager.for_user(session.owner)
+        manager = memory_providers_for(session.owner)
         manager.initialize_all(
             session.pk,
             user=session.owner,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.services import profile_get
-from memory.providers import MemoryManager
 
+from .agent.extensions import memory_providers_for
 from .models import Session
 from .selectors import api_messages
 
@@ -17,7 +17,7 @@ def session_end_notify(*, session: Session, messages: list[dict[str, Any]] | Non
     and people with memory off tell it nothing."""
     if session.temporary or not profile_get(user=session.owner).memory_enabled:
         return
-    manager = MemoryManager.for_user(session.owner)
+    manager = memory_providers_for(session.owner)
     if manager.external is None:
         return
     if messages is None:

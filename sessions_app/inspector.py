@@ -14,13 +14,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from . import services
+from .agent.extensions import inspector_context
 from .compression import summary_text
 from .lineage import compression_chain
 from .models import Message, Session
@@ -98,41 +98,18 @@ def _turns(messages: list[Message]) -> tuple[list[Message], Message | None, list
 
 
 def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
-    from memory.models import MemoryEntry, MemoryEvent, SessionMemorySnapshot, Source
-    from memory.selectors import memory_entries_included
-    from skills_app.selectors import skills_included
-
     # The selected path: what the model saw for the answers shown in the chat.
     messages = list(session.messages.filter(active=True).order_by("id"))
     carried, summary, turns = _turns(messages)
-    # Which of the person's inferences (memory provider "local") went into which turn.
-    from memory.inferences.selectors import inference_uses_for_messages
-
-    recalled = inference_uses_for_messages(
-        user=user, message_ids=[t.user.pk for t in turns if t.user]
-    )
-    for turn in turns:
-        if turn.user:
-            turn.user.recalled_inferences = recalled.get(turn.user.pk, [])
     chain = compression_chain(session)
     index = next((i for i, s in enumerate(chain) if s.pk == session.pk), 0)
     continuation = chain[index + 1] if index + 1 < len(chain) else None
     next_summary = (
         continuation.messages.filter(kind=Message.Kind.SUMMARY).first() if continuation else None
     )
-    snapshots = list(
-        SessionMemorySnapshot.objects.filter(session=session)
-        .prefetch_related("entries")
-        .order_by("created_at", "id")
-    )
-    events = list(
-        MemoryEvent.objects.filter(owner=user, session=session).order_by("created_at", "id")
-    )
-    flushed = list(
-        MemoryEntry.objects.filter(owner=user, source=Source.FLUSH, source_session=session)
-    )
-    provider = settings.HERMES_MEMORY_PROVIDER
     return {
+        # Memory (entries, snapshots, writes, flush, recall) and skills, from their apps.
+        **inspector_context(user=user, session=session, turns=turns),
         "session": session,
         "chain": chain,
         "part": index + 1,
@@ -147,23 +124,12 @@ def inspect_context(*, user: Any, session: Session) -> dict[str, Any]:
             if session.system_prompt_id
             else 0
         ),
-        "entries": list(memory_entries_included(session=session)),
-        "snapshots": snapshots,
-        "skills": skills_included(session=session),
         "turns": turns,
         "other_branches": session.messages.filter(active=False).count(),
         "carried": carried,
         "summary": summary_text(summary.content) if summary else "",
         "summary_message": summary,
         "next_summary": summary_text(next_summary.content) if next_summary else "",
-        "events": [e for e in events if e.source != Source.FLUSH],
-        "flush_events": [e for e in events if e.source == Source.FLUSH],
-        "flushed": flushed,
-        "recall_source": (
-            f"the memory provider “{provider}” (HERMES_MEMORY_PROVIDER)"
-            if provider
-            else "no external memory provider (none is configured now)"
-        ),
         "recall_count": sum(1 for t in turns if t.user and t.user.context_block),
     }
 

@@ -1,8 +1,8 @@
-"""The conversation tables in the privacy registry (privacy/registry.py)."""
+"""The conversation tables in the privacy registry (core/privacy/registry.py)."""
 
 from __future__ import annotations
 
-from privacy import registry
+from core.privacy import registry
 
 from .models import Message, SearchSummary, Session, StateMeta, SystemPrompt
 

@@ -19,10 +19,10 @@ from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
-from usage.cost import CallUsage
-from usage.services import session_counters
 
 from . import branches, turn_claim
+from .agent.llm.cost import CallUsage
+from .billing import session_counters
 from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt

@@ -12,8 +12,8 @@ from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
 
 from core.exceptions import ServiceError
+from core.privacy.admin_base import OwnedModelAdmin
 from memory.scanner import scan
-from privacy.admin_base import OwnedModelAdmin
 
 from . import services, skillmd
 from .models import ReviewRun, SessionSkillState, Skill, SkillFile, SkillRevision

@@ -9,12 +9,24 @@ class SkillsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from core.leases import lease_kind_register
+        from sessions_app.agent.extensions import (
+            PromptSection,
+            after_turn_register,
+            inspector_section_register,
+            prompt_section_register,
+        )
         from sessions_app.agent.tools import registry
 
         from . import personal_data
         from .models import ReviewRun
+        from .selectors import skills_inspector_context
+        from .services import review_after_turn, skills_index_freeze
         from .tools import TOOLS
 
         registry.register(*TOOLS)
+        # The skills index follows the MEMORY/USER snapshot in a new frozen prompt.
+        prompt_section_register(PromptSection("skills_index", 20, skills_index_freeze))
+        after_turn_register("skill_review", review_after_turn)
+        inspector_section_register("skills", skills_inspector_context)
         personal_data.register()
         lease_kind_register("review", ReviewRun)

@@ -146,6 +146,11 @@ def revision_diff(*, revision: SkillRevision) -> list[DiffLine]:
     return result
 
 
+def skills_inspector_context(*, user: Any, session: Any, turns: list[Any]) -> dict[str, Any]:
+    """The conversation inspector's skills part (registered from the app's ready())."""
+    return {"skills": skills_included(session=session)}
+
+
 def skills_included(*, session: Any) -> list[dict[str, Any]]:
     """The skills the session's frozen system prompt lists (for the prompt inspector):
     [{"id", "name", "category", "team"}], in prompt order; [] when none were listed."""

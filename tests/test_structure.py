@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = (
@@ -122,6 +123,37 @@ def test_no_import_cycle_between_modules() -> None:
     # Includes a task module and its services: services queue tasks by name
     # (core.queue.task_send), so only the task module imports the services.
     assert _cycles(GRAPH) == []
+
+
+def _app_graph() -> dict[str, set[str]]:
+    """App -> the other apps it imports (module-level or inside a function), tests and
+    migrations left out."""
+    graph: dict[str, set[str]] = {app: set() for app in APPS}
+    for name, targets in GRAPH.items():
+        if _app(name) not in APPS:
+            continue
+        graph[_app(name)].update(
+            _app(target)
+            for target in targets
+            if _app(target) in APPS and _app(target) != _app(name)
+        )
+    return graph
+
+
+def test_the_checked_apps_are_the_installed_ones() -> None:
+    # A new app joins APPS, or the rules below would not see it.
+    project = {name for name in settings.INSTALLED_APPS if (ROOT / name).is_dir()}
+    assert project == set(APPS)
+
+
+def test_no_import_cycle_between_apps() -> None:
+    # The layering in docs/architecture.md: every app imports only apps below it, and a
+    # lower app reaches a higher one only through a registry it exposes (filled from the
+    # higher app's ready()) or a signal it sends.
+    graph = _app_graph()
+    cycles = _cycles(graph)
+    looping = sorted(f"{a} -> {b}" for c in cycles for a in c for b in graph[a] if b in c)
+    assert cycles == [], looping
 
 
 def test_services_never_import_their_task_module() -> None:

@@ -14,6 +14,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from accounts.meter import Usage
 from sessions_app.models import Message
 
 PERIODS = (7, 30, 90)
@@ -118,12 +119,6 @@ def usage_report(*, user: Any, days: int, everyone: bool = False) -> UsageReport
         per_user=per_user,
         total=total,
     )
-
-
-@dataclass(frozen=True)
-class Usage:
-    messages: int = 0
-    tokens: int = 0
 
 
 _TOKENS = F("prompt_tokens") + F("completion_tokens")

@@ -16,7 +16,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 
 from core.exceptions import ServiceError
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 
 from ..models import (
     Inference,

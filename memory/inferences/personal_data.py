@@ -1,4 +1,4 @@
-"""Inference tables in the privacy registry (privacy/registry.py): exported
+"""Inference tables in the privacy registry (core/privacy/registry.py): exported
 under their sections, deleted with the account, and — except the consent switch — by
 "Forget all memory"."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 def register() -> None:
-    from privacy import registry
+    from core.privacy import registry
 
     from ..models import (
         Inference,

@@ -16,7 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, connections
 
-from ..fence import build_memory_context_block
+from sessions_app.agent.fence import build_memory_context_block
+
 from .base import MemoryProvider
 
 logger = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from accounts.services import profile_get
 from ..models import Session
 from ..services import system_prompt_store
 from ..session_model import session_model_choice
+from .extensions import prompt_sections
 from .tools import registry
 
 MEMORY_GUIDANCE = (
@@ -63,10 +64,8 @@ def tool_names_for(*, session: Session, profile: Any) -> list[str]:
 
 def build_system_prompt(*, session: Session, provider_block: str) -> str:
     """Assemble the prompt: identity, tool guidance, provider block, custom instructions,
-    MEMORY and USER snapshots, skills index, date, platform and model."""
-    from memory.services import memory_snapshot_freeze
-    from skills_app.services import skills_index_freeze
-
+    the registered sections (MEMORY and USER snapshots, skills index), date, platform and
+    model."""
     profile = profile_get(user=session.owner)
     tools = set(tool_names_for(session=session, profile=profile))
     parts = [profile.identity.strip() or settings.HERMES_IDENTITY]
@@ -80,12 +79,11 @@ def build_system_prompt(*, session: Session, provider_block: str) -> str:
         parts.append(provider_block.strip())
     if profile.custom_instructions.strip():
         parts.append("## Instructions from this person\n" + profile.custom_instructions.strip())
-    snapshot = memory_snapshot_freeze(session=session) if uses_memory(session, profile) else ""
-    if snapshot:
-        parts.append(snapshot)
-    skills = skills_index_freeze(session=session)
-    if skills:
-        parts.append(skills)
+    memory_on = uses_memory(session, profile)
+    for section in prompt_sections():
+        block = section.freeze(session=session) if memory_on or not section.memory else ""
+        if block:
+            parts.append(block)
     started = timezone.localtime(session.started_at)
     parts.append(f"Conversation started: {started:%A, %B %-d, %Y}.\n{PLATFORM_NOTE}")
     parts.append(model_note(session))

@@ -30,8 +30,6 @@ from accounts.services import profile_get
 from core.exceptions import ServiceError
 from core.leases import lease_heartbeat_async
 from core.realtime import RealtimeUnavailable, apublish, session_group
-from memory.providers import MemoryManager
-from usage.cost import CallUsage
 
 from .. import selectors, services
 from ..models import Message
@@ -39,6 +37,8 @@ from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync
+from .extensions import MemoryProviders, after_turn_jobs, memory_providers_for
+from .llm.cost import CallUsage
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
 from .stream import StreamState, TurnEvents, done_event, stream_call
 from .tools import ToolContext, registry
@@ -152,7 +152,7 @@ class _Turn:
 class _Setup:
     """What `_prepare` gathered for the model calls of a turn."""
 
-    manager: MemoryManager
+    manager: MemoryProviders
     #: The conversation's model (endpoint, key, id, window, prices) for every call of the turn.
     model: llm.ModelChoice
     memory_on: bool
@@ -246,7 +246,7 @@ async def _prepare(turn: _Turn) -> _Setup:
     model, _notice = await database_sync_to_async(session_model_for_turn)(session)
     profile = await database_sync_to_async(profile_get)(user=user)
     memory_on = uses_memory(session, profile)
-    manager = MemoryManager.for_user(user)
+    manager = memory_providers_for(user)
     await sync_to_async(manager.initialize_all, thread_sensitive=False)(
         session.pk,
         user=user,
@@ -293,7 +293,7 @@ async def _announce(turn: _Turn) -> None:
         )
 
 
-async def _frozen_prompt(session: Any, manager: MemoryManager) -> str:
+async def _frozen_prompt(session: Any, manager: MemoryProviders) -> str:
     if session.system_prompt_id:
         prompt = await database_sync_to_async(lambda: session.system_prompt.prompt)()
         return prompt
@@ -303,7 +303,7 @@ async def _frozen_prompt(session: Any, manager: MemoryManager) -> str:
     )
 
 
-async def _recall(turn: _Turn, manager: MemoryManager) -> None:
+async def _recall(turn: _Turn, manager: MemoryProviders) -> None:
     """Providers learn which message this turn answers, then their prefetch (time-boxed)
     is stored as the user message's fenced context.
 
@@ -462,11 +462,10 @@ async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -
         await control.stop()
 
 
-async def _after_turn(turn: _Turn, manager: MemoryManager | None) -> None:
+async def _after_turn(turn: _Turn, manager: MemoryProviders | None) -> None:
     """Hooks after a final answer was saved; none of them delays the user. Without a
-    manager (memory off, temporary chat) nothing learns from the turn."""
-    from skills_app.services import review_after_turn
-
+    manager (memory off, temporary chat) nothing learns from the turn: neither the
+    providers nor the after-turn jobs (the skill review)."""
     session_id, user_text = turn.session_id, turn.user_text
     try:
         await database_sync_to_async(compression_schedule)(session_id=session_id)
@@ -477,9 +476,10 @@ async def _after_turn(turn: _Turn, manager: MemoryManager | None) -> None:
         return
     manager.in_background("sync_turn", user_text, turn.state.text, session_id=session_id)
     manager.in_background("queue_prefetch", user_text, session_id=session_id)
-    try:
-        await database_sync_to_async(review_after_turn)(
-            session_id=session_id, tool_iterations=turn.tool_iterations
-        )
-    except Exception:
-        logger.exception("could not schedule the background review for %s", session_id)
+    for name, job in after_turn_jobs():
+        try:
+            await database_sync_to_async(job)(
+                session_id=session_id, tool_iterations=turn.tool_iterations
+            )
+        except Exception:
+            logger.exception("after-turn job %s failed for %s", name, session_id)

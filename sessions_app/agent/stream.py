@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from core.realtime import apublish, session_group
-from memory.fence import StreamingContextScrubber
+from sessions_app.agent.fence import StreamingContextScrubber
 
 from .. import services
 from . import llm

@@ -1,7 +1,8 @@
 """The background review: after a busy turn, a fresh model context looks back over the
 conversation and decides whether it taught something worth keeping as a skill or a memory.
 
-Flow: the chat turn loop calls `review_after_turn` after each final answer. It counts tool
+Flow: the chat turn runs `review_after_turn` after each final answer (an after-turn job this
+app registers, sessions_app/agent/extensions.py). It counts tool
 iterations (for skills) and user turns (for memory) per session; when either passes its
 setting it records a `ReviewRun` keyed by (session, last message) and queues the Celery
 task on commit. The task (`review_run_execute`) claims the run with a conditional UPDATE,

@@ -24,7 +24,7 @@ from sessions_app.agent.llm import (
     Usage,
 )
 from sessions_app.agent.llm import client as llm_client
-from usage.cost import estimate_cost
+from sessions_app.agent.llm.cost import estimate_cost
 
 API_KEY = "sk-test-very-secret-key-0123456789"
 SYSTEM = {"role": "system", "content": "You are Hermes, a helpful assistant. Be concise."}

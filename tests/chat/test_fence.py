@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.fence import (
+from sessions_app.agent.fence import (
     CLOSE_TAG,
     OPEN_TAG,
     SYSTEM_NOTE,

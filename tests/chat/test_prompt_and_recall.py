@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from memory.fence import OPEN_TAG
+from sessions_app.agent.fence import OPEN_TAG
 from sessions_app.models import Message, Session
 from tests.chat import providers
 from tests.chat.conftest import events_until, settle

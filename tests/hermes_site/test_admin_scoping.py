@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import ApiToken, Profile
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy.admin_base import OwnedModelAdmin
 from sessions_app.models import Message, Session, SystemPrompt
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from memory.fence import OPEN_TAG
 from memory.providers import MemoryManager
 from memory.providers.local import LocalProvider
 from memory.providers.manager import drain_background, is_trivial, provider_classes
+from sessions_app.agent.fence import OPEN_TAG
 from sessions_app.models import Message
 from tests.chat.conftest import events_until, settle
 

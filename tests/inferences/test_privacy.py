@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+from core.privacy import registry
 from memory.inferences import services
 from memory.models import (
     Inference,
@@ -16,7 +17,6 @@ from memory.models import (
     InferenceUse,
     ProviderConfig,
 )
-from privacy import registry
 from privacy.erase import memory_forget_all
 from privacy.export import build_export
 

@@ -8,11 +8,11 @@ from decimal import Decimal
 
 import pytest
 
-from memory.fence import OPEN_TAG
 from memory.inferences import services
 from memory.inferences.recall import recall_compute, recall_for_turn, recall_select
 from memory.models import Inference, InferenceState, InferenceUse
 from memory.providers.manager import drain_background
+from sessions_app.agent.fence import OPEN_TAG
 from sessions_app.models import Message
 from tests.chat.conftest import events_until, settle
 

@@ -20,7 +20,7 @@ from model_catalog.selectors import (
 )
 from model_catalog.services import model_entry_save
 from sessions_app.agent.llm import Usage
-from usage.cost import CallUsage
+from sessions_app.agent.llm.cost import CallUsage
 
 pytestmark = pytest.mark.django_db
 

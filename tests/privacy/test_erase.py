@@ -19,10 +19,11 @@ from django.db import connection, connections
 from django.test import Client
 from django.urls import reverse
 
+from core.privacy import registry
 from core.realtime import notice_to_user, publish, session_group, user_group
 from hermes_site.asgi import application
 from memory.models import MemoryEntry
-from privacy import jobs, registry
+from privacy import jobs
 from privacy.erase import account_erase, channel_groups_purge
 from privacy.export import build_export
 from privacy.models import AdminContentAccess, ExportJob

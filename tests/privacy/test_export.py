@@ -15,7 +15,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from privacy import jobs, registry
+from core.privacy import registry
+from privacy import jobs
 from privacy.export import build_export
 from privacy.models import ExportJob
 from tests.conftest import wait_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 
-from privacy import registry
+from core.privacy import registry
 
 OUR_APPS = {"core", "accounts", "sessions_app", "memory", "skills_app", "privacy", "usage"}
 

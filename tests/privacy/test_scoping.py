@@ -17,8 +17,8 @@ from django.db.models import Model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from privacy import registry
-from privacy.admin_base import OwnedModelAdmin
+from core.privacy import registry
+from core.privacy.admin_base import OwnedModelAdmin
 from sessions_app.models import SystemPrompt
 from tests.factories import UserFactory
 from tests.privacy.conftest import Seeded, seed

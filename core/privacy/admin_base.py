@@ -1,8 +1,9 @@
 """The admin base every app uses: staff who are not superusers see and edit only their
 own rows. Superusers manage accounts and see counts, but other people's *content* (tables
-registered as content in privacy/registry.py) stays hidden from them unless the
+registered as content in core/privacy/registry.py) stays hidden from them unless the
 deployment sets HERMES_ADMIN_CONTENT_ACCESS=true — and then every list, view, deletion and
-export of someone else's content is written to the audit log (AdminContentAccess)."""
+export of someone else's content is announced by `content_accessed`, which the privacy app
+writes to its audit log (privacy.models.AdminContentAccess)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from typing import Any
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Model, Q, QuerySet
+from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse
+
+from .registry import entry_for, is_content
+from .serialize import row_dict
+
+#: Sent for every list, view, deletion or export of someone else's content, with
+#: ``viewer``, ``subject_id`` (None for a list of several people's rows), ``action``,
+#: ``model`` (label), ``object_id``, ``rows`` and ``path``. The privacy app records it.
+content_accessed = Signal()
 
 
 def _content_access() -> bool:
@@ -43,8 +53,6 @@ class OwnedModelAdmin(admin.ModelAdmin):
     # --- content guard ------------------------------------------------------------------
 
     def is_content(self) -> bool:
-        from privacy.registry import is_content
-
         return is_content(self.model)
 
     def content_hidden(self, request: HttpRequest) -> bool:
@@ -80,9 +88,8 @@ class OwnedModelAdmin(admin.ModelAdmin):
         object_id: str = "",
         rows: int = 1,
     ) -> None:
-        from .models import AdminContentAccess
-
-        AdminContentAccess.objects.create(
+        content_accessed.send(
+            sender=type(self),
             viewer=request.user,
             subject_id=subject_id,
             action=action,
@@ -146,9 +153,6 @@ class OwnedModelAdmin(admin.ModelAdmin):
 
     def export_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         """Download the selected rows as JSON (only rows this admin lets you see)."""
-        from privacy.registry import entry_for
-        from privacy.serialize import row_dict
-
         entry = entry_for(self.model)
         serialize = entry.serialize if entry is not None and entry.serialize else row_dict
         rows = [serialize(obj) for obj in queryset.order_by("pk")]

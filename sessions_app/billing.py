@@ -1,4 +1,4 @@
-"""Writes about usage: how model calls add to a conversation's counters. The chat turn (one
+"""A conversation's usage counters: what model calls add to them. The chat turn (one
 call per assistant message) and compression (its flush and summary calls, billed to the
 compressed conversation) both count through here."""
 
@@ -9,9 +9,8 @@ from typing import Any
 
 from django.db.models import F
 
-from sessions_app.models import Session
-
-from .cost import CallUsage
+from .agent.llm.cost import CallUsage
+from .models import Session
 
 
 def session_counters(calls: Sequence[CallUsage]) -> dict[str, Any]:

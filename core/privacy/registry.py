@@ -8,7 +8,7 @@ table cannot be forgotten.
 
 Every app registers its own tables from its `AppConfig.ready()` (in its `personal_data.py`)::
 
-    from privacy import registry
+    from core.privacy import registry
 
     registry.register(
         Inference,
@@ -64,7 +64,7 @@ class PersonalData:
     #: Lower numbers are erased first (children before parents where no cascade exists).
     erase_order: int = 100
     #: Turns one row into a JSON-safe dict; default: every concrete field
-    #: (see privacy.serialize.row_dict).
+    #: (see core.privacy.serialize.row_dict).
     serialize: Callable[[Model], dict[str, Any]] | None = None
 
     @property

@@ -1,7 +1,8 @@
 """What a model call cost: token prices of the model's catalog entry (model_catalog), else
 from ``HERMES_MODEL_PRICES``, and the per-call usage
 record (:class:`CallUsage`) stored on assistant messages and added to session counters
-(usage.services)."""
+(sessions_app/billing.py). The usage app reads these figures back for the Usage page and
+the quotas."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Final
 
 from django.conf import settings
 
-from sessions_app.agent.llm.types import Usage
+from .types import Usage
 
 logger = logging.getLogger(__name__)
 
