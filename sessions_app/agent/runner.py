@@ -34,7 +34,7 @@ from memory.providers import MemoryManager
 from usage.cost import CallUsage
 
 from .. import selectors, services
-from ..models import Message
+from ..models import API_SOURCE, Message
 from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
 from . import llm
@@ -120,9 +120,16 @@ async def begin_turn(
         return dataclasses.replace(pending, created=start.created, switched_from=switched)
 
 
-def launch_turn(start: services.TurnStart, *, user: Any) -> asyncio.Task[None]:
+def launch_turn(
+    start: services.TurnStart,
+    *,
+    user: Any,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> asyncio.Task[None]:
+    """Run the turn as a task of its own (a closed socket or request does not stop it);
+    `listener` hears each of its events in this process (see TurnEvents)."""
     task = asyncio.get_running_loop().create_task(
-        _run_turn(start, user=user), name=f"turn:{start.session.pk}"
+        _run_turn(start, user=user, listener=listener), name=f"turn:{start.session.pk}"
     )
     _running[start.session.pk] = task
     task.add_done_callback(lambda _t, sid=start.session.pk: _running.pop(sid, None))
@@ -163,8 +170,14 @@ class _Setup:
     ctx: ToolContext
 
 
-async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
-    turn = _Turn(start, user, TurnEvents(start.session.pk), StreamState(start.assistant_message.id))
+async def _run_turn(
+    start: services.TurnStart,
+    *,
+    user: Any,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    events = TurnEvents(start.session.pk, listener=listener)
+    turn = _Turn(start, user, events, StreamState(start.assistant_message.id))
     control = TurnControl(turn.session_id, start.token)
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
     assert start.lease is not None
@@ -251,7 +264,7 @@ async def _prepare(turn: _Turn) -> _Setup:
         session.pk,
         user=user,
         user_id=user.pk,
-        platform="web",
+        platform=API_SOURCE if session.source == API_SOURCE else "web",
         agent_context="primary",
         parent_session_id=session.parent_id or "",
     )
