@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
@@ -29,6 +30,7 @@ from django.conf import settings
 from accounts.services import profile_get
 from core.exceptions import ServiceError
 from core.leases import lease_heartbeat_async
+from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 from memory.providers import MemoryManager
 from usage.cost import CallUsage
@@ -128,8 +130,16 @@ def launch_turn(
 ) -> asyncio.Task[None]:
     """Run the turn as a task of its own (a closed socket or request does not stop it);
     `listener` hears each of its events in this process (see TurnEvents)."""
+    # A context of its own, keeping only the log's request id: a turn started by an HTTP
+    # request (openai_api) must not inherit the request's thread-sensitive context, whose
+    # executor ends with the request while the turn goes on (asgiref refuses it then); so
+    # its database work runs on the shared sync thread, as a websocket turn's does.
+    context = contextvars.Context()
+    context.run(request_id_var.set, request_id_var.get())
     task = asyncio.get_running_loop().create_task(
-        _run_turn(start, user=user, listener=listener), name=f"turn:{start.session.pk}"
+        _run_turn(start, user=user, listener=listener),
+        name=f"turn:{start.session.pk}",
+        context=context,
     )
     _running[start.session.pk] = task
     task.add_done_callback(lambda _t, sid=start.session.pk: _running.pop(sid, None))

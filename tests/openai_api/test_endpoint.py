@@ -1,0 +1,403 @@
+"""Hermes Web as a model: the official `openai` client over real HTTP against daphne (a
+subprocess on the test database), which answers with the scripted model as its upstream."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from accounts.models import Membership
+from accounts.services import api_token_create
+from devtools.scripted_llm import ScriptedLLM
+from memory.models import MemoryEntry
+from model_catalog.models import ModelEntry
+from sessions_app.lineage import conversation_tips
+from sessions_app.models import API_SOURCE, Message, Session
+from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+HEADER = "X-Hermes-Conversation"
+
+
+@pytest.fixture(scope="module")
+def live_server_url(
+    django_db_setup, django_db_blocker, llm_server: ScriptedLLM, tmp_path_factory
+) -> Iterator[str]:
+    """One daphne for the module; each test's rows are committed, so it sees them."""
+    with django_db_blocker.unblock():
+        env = subprocess_env(
+            OPENAI_BASE_URL=llm_server.base_url,
+            OPENAI_API_KEY="sk-test",
+            HERMES_MODEL="scripted",
+            HERMES_REVIEW_ENABLED="false",
+            HERMES_STREAM_SAVE_INTERVAL="0.05",
+            HERMES_STREAM_COALESCE_MS="0",
+            HERMES_MAX_MESSAGE_CHARS="2000",
+        )
+    # No broker: background work runs inline in the server, as under `runserver`.
+    env.pop("REDIS_URL", None)
+    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    port = free_port()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+            + ["hermes_site.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                    return True
+            except OSError:
+                assert proc.poll() is None, log_path.read_text()
+                return False
+
+        try:
+            wait_for(up, timeout=60, interval=0.3, what="daphne")
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> ScriptedLLM:
+    llm_server.reset()
+    llm_server.chunk_delay = 0.0
+    return llm_server
+
+
+def client_for(url: str, user: Any, name: str = "cli") -> openai.OpenAI:
+    _token, key = api_token_create(user=user, name=name)
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+@pytest.fixture
+def olivia(live_server_url, owner) -> openai.OpenAI:
+    return client_for(live_server_url, owner)
+
+
+def ask(client: openai.OpenAI, messages: list[dict[str, str]], **kwargs: Any) -> Any:
+    """A non-streaming completion with its raw response (for the conversation header)."""
+    raw = client.chat.completions.with_raw_response.create(model="env", messages=messages, **kwargs)
+    return raw.parse(), raw.headers[HEADER]
+
+
+def user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+def test_models_lists_the_catalog_and_refuses_bad_tokens(live_server_url, olivia, owner):
+    ModelEntry.objects.create(name="Big model", model_id="big", base_url="http://127.0.0.1:9/v1")
+    row = ModelEntry.objects.get(name="Big model")
+    ModelEntry.objects.create(
+        name="Old model", model_id="old", base_url="http://127.0.0.1:9/v1", enabled=False
+    )
+    models = {m.id: m for m in olivia.models.list().data}
+    assert set(models) == {"env", str(row.pk)}
+    assert models[str(row.pk)].model_extra["name"] == "Big model"
+    assert olivia.models.retrieve("env").id == "env"
+
+    stranger = openai.OpenAI(base_url=f"{live_server_url}/v1", api_key="hw_nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as exc:
+        stranger.models.list()
+    assert exc.value.status_code == 401 and exc.value.body["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        stranger.chat.completions.create(model="env", messages=[user("hi")])
+    owner.is_active = False
+    owner.save()
+    with pytest.raises(openai.AuthenticationError):
+        olivia.models.list()
+
+
+def test_a_completion_is_an_ordinary_conversation(live_server_url, olivia, owner, llm):
+    llm.enqueue(reply="Tram 7 goes to the harbour.")
+    completion, conversation = ask(olivia, [user("Which tram goes to the harbour?")])
+
+    assert completion.choices[0].message.content == "Tram 7 goes to the harbour."
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.model == "env" and completion.model_extra["conversation_id"] == conversation
+    session = Session.objects.get(pk=conversation)
+    assert session.owner == owner and session.source == API_SOURCE
+    answer = session.messages.get(role="assistant")
+    assert answer.status == "complete" and answer.content == "Tram 7 goes to the harbour."
+    assert completion.usage.prompt_tokens == answer.prompt_tokens > 0
+    assert completion.usage.completion_tokens == answer.completion_tokens > 0
+    # The agent's frozen prompt went to the model, saying where it is used.
+    sent = llm.requests[-1]["messages"]
+    assert sent[0]["role"] == "system" and "OpenAI-compatible API" in sent[0]["content"]
+    assert session.system_prompt.prompt == sent[0]["content"]
+    # The sidebar lists it and search finds it, like any chat.
+    assert [s.pk for s in conversation_tips(owner=owner)] == [conversation]
+    found = httpx.get(
+        f"{live_server_url}/api/search/",
+        params={"q": "harbour"},
+        headers={"Authorization": f"Bearer {olivia.api_key}"},
+    ).json()
+    assert [r["session_id"] for r in found["results"]] == [conversation]
+
+
+def test_streaming_sends_chunks_and_usage_last(olivia, llm):
+    llm.enqueue(reply="One, two, three, four.")
+    stream = olivia.chat.completions.create(
+        model="env",
+        messages=[user("Count to four")],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "One, two, three, four."
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1
+    assert chunks[0].object == "chat.completion.chunk"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert all(c.usage is None for c in chunks[:-1])
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None
+    answer = Message.objects.get(session_id=last.model_extra["conversation_id"], role="assistant")
+    assert (last.usage.prompt_tokens, last.usage.completion_tokens) == (
+        answer.prompt_tokens,
+        answer.completion_tokens,
+    )
+
+
+def test_the_memory_tool_runs_on_the_server(olivia, owner, llm):
+    llm.enqueue(
+        reply="Noting that.",
+        tool_calls=[
+            {
+                "name": "memory",
+                "arguments": {"action": "add", "target": "user", "content": "Drinks green tea"},
+            }
+        ],
+    )
+    llm.enqueue(reply="I will remember you drink green tea.")
+    completion, conversation = ask(olivia, [user("Remember that I drink green tea")])
+
+    assert completion.choices[0].message.content == (
+        "Noting that.\n\nI will remember you drink green tea."
+    )
+    assert MemoryEntry.objects.filter(owner=owner, content="Drinks green tea").exists()
+    roles = list(
+        Message.objects.filter(session_id=conversation)
+        .order_by("id")
+        .values_list("role", flat=True)
+    )
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    # Usage covers both model calls of the turn.
+    calls = llm.usages
+    assert completion.usage.prompt_tokens == sum(u["prompt_tokens"] for u in calls[-2:])
+
+    # The client resends the answer as it got it: the same conversation goes on.
+    llm.enqueue(reply="Green tea, yes.")
+    again, same = ask(
+        olivia,
+        [
+            user("Remember that I drink green tea"),
+            assistant(completion.choices[0].message.content),
+            user("What do I drink?"),
+        ],
+    )
+    assert same == conversation and again.choices[0].message.content == "Green tea, yes."
+
+
+def test_a_stateless_client_resending_history_stays_in_one_conversation(olivia, owner, llm):
+    llm.enqueue(reply="Hello Olivia.")
+    first, conversation = ask(olivia, [user("Hi, I am Olivia")])
+    history = [user("Hi, I am Olivia"), assistant(first.choices[0].message.content)]
+    llm.enqueue(reply="You are Olivia.")
+    second, same = ask(olivia, [*history, user("Who am I?")])
+    assert same == conversation
+    # The model saw the stored conversation, with its own frozen prompt first.
+    sent = [(m["role"], m["content"]) for m in llm.requests[-1]["messages"][1:]]
+    assert sent == [
+        ("user", "Hi, I am Olivia"),
+        ("assistant", "Hello Olivia."),
+        ("user", "Who am I?"),
+    ]
+    # A regeneration on the client's side (the same last message again) is a new version.
+    llm.enqueue(reply="Olivia, of course.")
+    third, same = ask(olivia, [*history, user("Who am I?")])
+    assert same == conversation and third.choices[0].message.content == "Olivia, of course."
+    # An edit of the last message is a new version of it.
+    llm.enqueue(reply="Tuesday.")
+    _fourth, same = ask(olivia, [*history, user("What day is it?")])
+    assert same == conversation
+    assert Session.objects.filter(owner=owner).count() == 1
+    path = Message.objects.filter(session_id=conversation, active=True).order_by("id")
+    assert [m.content for m in path] == [
+        "Hi, I am Olivia",
+        "Hello Olivia.",
+        "What day is it?",
+        "Tuesday.",
+    ]
+    assert Message.objects.filter(session_id=conversation, content="Olivia, of course.").exists()
+
+
+def test_the_conversation_id_continues_a_conversation(olivia, llm):
+    llm.enqueue(reply="Noted: blue.")
+    _first, conversation = ask(olivia, [user("My favourite colour is blue")])
+    llm.enqueue(reply="Blue.")
+    by_header = olivia.chat.completions.with_raw_response.create(
+        model="env",
+        messages=[user("What is my favourite colour?")],
+        extra_headers={HEADER: conversation},
+    )
+    assert by_header.headers[HEADER] == conversation
+    llm.enqueue(reply="Still blue.")
+    by_metadata = olivia.chat.completions.create(
+        model="env",
+        messages=[user("And now?")],
+        metadata={"conversation_id": conversation},
+    )
+    assert by_metadata.model_extra["conversation_id"] == conversation
+    texts = list(
+        Message.objects.filter(session_id=conversation, role="user").values_list(
+            "content", flat=True
+        )
+    )
+    assert texts == ["My favourite colour is blue", "What is my favourite colour?", "And now?"]
+    assert llm.requests[-1]["messages"][-2]["content"] == "Blue."
+
+
+def test_history_from_elsewhere_starts_a_conversation_holding_it(olivia, owner, llm):
+    llm.enqueue(reply="You asked about Oslo.")
+    messages = [
+        user("Weather in Oslo?"),
+        assistant("Cold (said another model)."),
+        user("What did I ask?"),
+    ]
+    completion, conversation = ask(olivia, messages)
+    assert completion.choices[0].message.content == "You asked about Oslo."
+    sent = [(m["role"], m["content"]) for m in llm.requests[-1]["messages"][1:]]
+    assert sent == [(m["role"], m["content"]) for m in messages]
+    session = Session.objects.get(pk=conversation)
+    assert session.title == "Weather in Oslo?" and session.source == API_SOURCE
+    # Resent with the answer, it continues there.
+    llm.enqueue(reply="Oslo, again.")
+    _again, same = ask(olivia, [*messages, assistant("You asked about Oslo."), user("Again?")])
+    assert same == conversation and Session.objects.filter(owner=owner).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "param"),
+    [
+        ({"model": "nope", "messages": [user("hi")]}, 404, "model_not_found", "model"),
+        ({"model": "env", "messages": []}, 400, "empty_messages", "messages"),
+        (
+            {"model": "env", "messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]},
+            400,
+            "invalid_role",
+            "messages[0].role",
+        ),
+        (
+            {"model": "env", "messages": [{"role": "wizard", "content": "x"}]},
+            400,
+            "invalid_role",
+            "messages[0].role",
+        ),
+        ({"model": "env", "messages": [user("x" * 2001)]}, 400, "message_too_long", None),
+        ({"model": "env", "messages": [user("hi"), assistant("Hi!")]}, 400, "empty_message", None),
+        ({"model": "env", "messages": [user("   ")]}, 400, "empty_message", None),
+        (
+            {"model": "env", "messages": [user("hi")], "tools": [{"type": "function"}]},
+            400,
+            "unsupported_parameter",
+            "tools",
+        ),
+    ],
+)
+def test_bad_requests_get_openai_errors(
+    live_server_url, olivia, owner, llm, body, status, code, param
+):
+    response = httpx.post(
+        f"{live_server_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {olivia.api_key}"},
+    )
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"] and error["type"]
+    if param is not None:
+        assert error["param"] == param
+    assert not Session.objects.filter(owner=owner).exists() and llm.requests == []
+
+
+def test_the_official_client_raises_the_errors(olivia):
+    with pytest.raises(openai.NotFoundError) as missing:
+        olivia.chat.completions.create(model="gpt-9", messages=[user("hi")])
+    assert missing.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as empty:
+        olivia.chat.completions.create(model="env", messages=[])
+    assert empty.value.code == "empty_messages"
+
+
+def test_the_daily_quota_answers_429(olivia, owner, llm):
+    Membership.objects.create(user=owner, daily_message_limit=1)
+    llm.enqueue(reply="First and last.")
+    ask(olivia, [user("One")])
+    with pytest.raises(openai.RateLimitError) as exc:
+        olivia.chat.completions.create(model="env", messages=[user("Two")], stream=True)
+    assert exc.value.status_code == 429 and exc.value.code == "quota_exceeded"
+    assert "daily limit is 1" in exc.value.message
+    assert Session.objects.filter(owner=owner).count() == 1
+
+
+def test_two_people_never_share_a_conversation(live_server_url, olivia, owner, outsider, llm):
+    llm.enqueue(reply="Your secret is safe.")
+    first, conversation = ask(olivia, [user("My secret is 4711")])
+    oscar = client_for(live_server_url, outsider, "oscar's")
+    with pytest.raises(openai.NotFoundError):
+        oscar.chat.completions.create(
+            model="env",
+            messages=[user("What is the secret?")],
+            extra_headers={HEADER: conversation},
+        )
+    # The same history from Oscar starts his own conversation, which holds only his copy.
+    llm.enqueue(reply="I cannot know.")
+    _reply, his = ask(
+        oscar,
+        [user("My secret is 4711"), assistant("Your secret is safe."), user("Tell me more")],
+    )
+    assert his != conversation and Session.objects.get(pk=his).owner == outsider
+    assert Session.objects.get(pk=conversation).messages.count() == 2
+
+
+def test_a_client_that_disconnects_mid_stream_loses_nothing(olivia, llm):
+    llm.chunk_delay = 0.05
+    words = " ".join(f"word{i}" for i in range(40))
+    llm.enqueue(reply=words)
+    raw = olivia.chat.completions.with_raw_response.create(
+        model="env", messages=[user("Say forty words")], stream=True
+    )
+    conversation = raw.headers[HEADER]
+    stream = raw.parse()
+    next(iter(stream))
+    stream.close()
+
+    def saved() -> bool:
+        answer = Message.objects.filter(session_id=conversation, role="assistant").first()
+        return answer is not None and answer.status == "complete"
+
+    wait_for(saved, timeout=20, what="the answer to be finished and saved")
+    assert Message.objects.get(session_id=conversation, role="assistant").content == words
