@@ -299,57 +299,69 @@ def test_history_from_elsewhere_starts_a_conversation_holding_it(olivia, owner, 
     assert same == conversation and Session.objects.filter(owner=owner).count() == 1
 
 
-@pytest.mark.parametrize(
-    ("body", "status", "code", "param"),
-    [
-        ({"model": "nope", "messages": [user("hi")]}, 404, "model_not_found", "model"),
-        ({"model": "env", "messages": []}, 400, "empty_messages", "messages"),
-        (
-            {"model": "env", "messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]},
-            400,
-            "invalid_role",
-            "messages[0].role",
-        ),
-        (
-            {"model": "env", "messages": [{"role": "wizard", "content": "x"}]},
-            400,
-            "invalid_role",
-            "messages[0].role",
-        ),
-        ({"model": "env", "messages": [user("x" * 2001)]}, 400, "message_too_long", None),
-        ({"model": "env", "messages": [user("hi"), assistant("Hi!")]}, 400, "empty_message", None),
-        ({"model": "env", "messages": [user("   ")]}, 400, "empty_message", None),
-        (
-            {"model": "env", "messages": [user("hi")], "tools": [{"type": "function"}]},
-            400,
-            "unsupported_parameter",
-            "tools",
-        ),
-    ],
-)
-def test_bad_requests_get_openai_errors(
-    live_server_url, olivia, owner, llm, body, status, code, param
-):
-    response = httpx.post(
+BAD_REQUESTS = [
+    ({"model": "nope", "messages": [user("hi")]}, 404, "model_not_found", "model"),
+    ({"model": "env", "messages": []}, 400, "empty_messages", "messages"),
+    (
+        {"model": "env", "messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]},
+        400,
+        "invalid_role",
+        "messages[0].role",
+    ),
+    (
+        {"model": "env", "messages": [{"role": "wizard", "content": "x"}]},
+        400,
+        "invalid_role",
+        "messages[0].role",
+    ),
+    (
+        {"model": "env", "messages": [user("x" * 2001)]},
+        400,
+        "message_too_long",
+        "messages[0].content",
+    ),
+    (
+        {"model": "env", "messages": [user("hi"), assistant("Hi!")]},
+        400,
+        "empty_message",
+        "messages",
+    ),
+    ({"model": "env", "messages": [user("   ")]}, 400, "empty_message", "messages"),
+    (
+        {"model": "env", "messages": [user("hi")], "tools": [{"type": "function"}]},
+        400,
+        "unsupported_parameter",
+        "tools",
+    ),
+]
+
+
+def test_bad_requests_get_openai_errors(live_server_url, olivia, owner, llm):
+    for body, status, code, param in BAD_REQUESTS:
+        response = httpx.post(
+            f"{live_server_url}/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {olivia.api_key}"},
+        )
+        assert response.status_code == status, body
+        error = response.json()["error"]
+        assert error["code"] == code and error["message"] and error["type"], body
+        assert error["param"] == param, body
+    not_json = httpx.post(
         f"{live_server_url}/v1/chat/completions",
-        json=body,
+        content=b"{",
         headers={"Authorization": f"Bearer {olivia.api_key}"},
     )
-    assert response.status_code == status
-    error = response.json()["error"]
-    assert error["code"] == code and error["message"] and error["type"]
-    if param is not None:
-        assert error["param"] == param
-    assert not Session.objects.filter(owner=owner).exists() and llm.requests == []
-
-
-def test_the_official_client_raises_the_errors(olivia):
+    assert not_json.status_code == 400 and not_json.json()["error"]["param"] == "body"
+    # The official client raises its own exception types with the code.
     with pytest.raises(openai.NotFoundError) as missing:
         olivia.chat.completions.create(model="gpt-9", messages=[user("hi")])
     assert missing.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError) as empty:
         olivia.chat.completions.create(model="env", messages=[])
     assert empty.value.code == "empty_messages"
+    # Nothing was stored and the model was never asked.
+    assert not Session.objects.filter(owner=owner).exists() and llm.requests == []
 
 
 def test_the_daily_quota_answers_429(olivia, owner, llm):
