@@ -3,15 +3,19 @@ subprocess on the test database), which answers with the scripted model as its u
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from django.test import Client
 
 from accounts.models import Membership
 from accounts.services import api_token_create
@@ -21,6 +25,7 @@ from model_catalog.models import ModelEntry
 from sessions_app.lineage import conversation_tips
 from sessions_app.models import API_SOURCE, Message, Session
 from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -155,6 +160,27 @@ def test_a_completion_is_an_ordinary_conversation(live_server_url, olivia, owner
         headers={"Authorization": f"Bearer {olivia.api_key}"},
     ).json()
     assert [r["session_id"] for r in found["results"]] == [conversation]
+    page = Client()
+    page.force_login(owner)
+    assert "Held through the API" in page.get(f"/chat/{conversation}/").content.decode()
+
+
+def test_api_conversations_are_exported_and_erased(live_server_url, olivia, owner, llm):
+    llm.enqueue(reply="Noted.")
+    _completion, conversation = ask(olivia, [user("Export me")])
+    auth = {"Authorization": f"Bearer {olivia.api_key}"}
+    archive = httpx.get(f"{live_server_url}/api/me/export/", headers=auth, timeout=30)
+    assert archive.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(archive.content)) as zf:
+        exported = json.loads(zf.read("export.json"))["conversations"]
+    assert [(c["id"], c["source"]) for c in exported] == [(conversation, API_SOURCE)]
+    assert [m["content"] for m in exported[0]["messages"]] == ["Export me", "Noted."]
+    erased = httpx.request(
+        "DELETE", f"{live_server_url}/api/me/", json={"password": PASSWORD}, headers=auth
+    )
+    assert erased.status_code in (200, 204)
+    assert not Session.objects.filter(pk=conversation).exists()
+    assert not Message.objects.filter(session_id=conversation).exists()
 
 
 def test_streaming_sends_chunks_and_usage_last(olivia, llm):
