@@ -150,6 +150,8 @@ def check_request(body: bytes) -> ChatRequest:
             "tools",
             "unsupported_parameter",
         )
+    if data.get("n") not in (None, 1):
+        raise _bad("Only one choice (`n` = 1) is answered.", "n", "unsupported_parameter")
     options = data.get("stream_options") or {}
     metadata = data.get("metadata") or {}
     conversation = metadata.get("conversation_id") if isinstance(metadata, dict) else None

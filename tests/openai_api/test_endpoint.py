@@ -19,7 +19,7 @@ from django.test import Client
 
 from accounts.models import Membership
 from accounts.services import api_token_create
-from devtools.scripted_llm import ScriptedLLM
+from devtools.scripted_llm import Fault, ScriptedLLM
 from memory.models import MemoryEntry
 from model_catalog.models import ModelEntry
 from sessions_app.lineage import conversation_tips
@@ -46,6 +46,7 @@ def live_server_url(
             HERMES_STREAM_SAVE_INTERVAL="0.05",
             HERMES_STREAM_COALESCE_MS="0",
             HERMES_MAX_MESSAGE_CHARS="2000",
+            HERMES_LLM_MAX_RETRIES="0",
         )
     # No broker: background work runs inline in the server, as under `runserver`.
     env.pop("REDIS_URL", None)
@@ -359,6 +360,7 @@ BAD_REQUESTS = [
         "unsupported_parameter",
         "tools",
     ),
+    ({"model": "env", "messages": [user("hi")], "n": 2}, 400, "unsupported_parameter", "n"),
 ]
 
 
@@ -373,6 +375,13 @@ def test_bad_requests_get_openai_errors(live_server_url, olivia, owner, llm):
         error = response.json()["error"]
         assert error["code"] == code and error["message"] and error["type"], body
         assert error["param"] == param, body
+    too_big = httpx.post(
+        f"{live_server_url}/v1/chat/completions",
+        content=b'{"model": "env", "messages": [], "pad": "' + b"x" * 2_700_000 + b'"}',
+        headers={"Authorization": f"Bearer {olivia.api_key}"},
+    )
+    assert too_big.status_code == 400
+    assert too_big.json()["error"]["code"] == "request_too_large"
     not_json = httpx.post(
         f"{live_server_url}/v1/chat/completions",
         content=b"{",
@@ -388,6 +397,25 @@ def test_bad_requests_get_openai_errors(live_server_url, olivia, owner, llm):
     assert empty.value.code == "empty_messages"
     # Nothing was stored and the model was never asked.
     assert not Session.objects.filter(owner=owner).exists() and llm.requests == []
+
+
+def test_a_failing_model_is_an_error_and_the_message_stays(olivia, owner, llm):
+    llm.set_fault(Fault.server_error(times=1))
+    with pytest.raises(openai.InternalServerError) as exc:
+        olivia.chat.completions.create(model="env", messages=[user("Are you there?")])
+    assert exc.value.status_code == 502 and exc.value.code == "llm_server_error"
+    assert Message.objects.filter(session__owner=owner, content="Are you there?").exists()
+
+    llm.enqueue(reply="one two three four five six seven", fault=Fault(stream_error_after=4))
+    stream = olivia.chat.completions.create(
+        model="env", messages=[user("Stream please")], stream=True
+    )
+    received = []
+    with pytest.raises(openai.APIError):
+        for chunk in stream:
+            received.append(chunk.choices[0].delta.content or "")
+    answer = Message.objects.get(session__owner=owner, role="assistant", status="interrupted")
+    assert answer.content and answer.content == "".join(received)
 
 
 def test_the_daily_quota_answers_429(olivia, owner, llm):
