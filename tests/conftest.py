@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -209,6 +210,37 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.pop("HERMES_CELERY_EAGER", None)
     env.update(extra)
     return env
+
+
+def start_daphne(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """daphne serving the site on 127.0.0.1:`port` in a subprocess on the test database
+    (`env` on top of subprocess_env), returned once its /healthz answers."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "hermes_site.asgi:application"],
+            cwd=ROOT, env=subprocess_env(**env), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return True
+        except OSError:
+            assert proc.poll() is None, log.read_text()
+            return False
+
+    wait_for(up, timeout=60, interval=0.3, what="daphne")
+    return proc
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @contextmanager

@@ -4,10 +4,7 @@ scripted model over HTTP, and Debian's Chromium driven by Playwright."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import threading
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ import pytest
 from django.db import connection
 
 from devtools.scripted_llm import ScriptedLLM
-from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.conftest import ROOT, free_port, start_daphne, stop_process
 from tests.factories import PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -54,53 +51,19 @@ def live_server_url(transactional_db, llm_for_server, live_server_env, tmp_path)
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     port = free_port()
-    log = (tmp_path / "daphne.log").open("wb")
-    env = subprocess_env(
-        **{
-            "OPENAI_BASE_URL": llm_for_server.base_url,
-            "OPENAI_API_KEY": "sk-e2e",
-            "HERMES_MODEL": "scripted",
-            "HERMES_REVIEW_ENABLED": "false",
-            "HERMES_STREAM_SAVE_INTERVAL": "0.1",
-            **live_server_env,
-        }
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "hermes_site.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                return True
-        except OSError:
-            assert proc.poll() is None, (tmp_path / "daphne.log").read_text()
-            return False
-
+    env = {
+        "OPENAI_BASE_URL": llm_for_server.base_url,
+        "OPENAI_API_KEY": "sk-e2e",
+        "HERMES_MODEL": "scripted",
+        "HERMES_REVIEW_ENABLED": "false",
+        "HERMES_STREAM_SAVE_INTERVAL": "0.1",
+        **live_server_env,
+    }
+    proc = start_daphne(port, tmp_path / "daphne.log", env)
     try:
-        wait_for(up, timeout=60, interval=0.3, what="daphne")
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop_process(proc)
 
 
 @pytest.fixture

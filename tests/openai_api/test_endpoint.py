@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +21,7 @@ from memory.models import MemoryEntry
 from model_catalog.models import ModelEntry
 from sessions_app.lineage import conversation_tips
 from sessions_app.models import API_SOURCE, Message, Session
-from tests.conftest import ROOT, free_port, subprocess_env, wait_for
+from tests.conftest import free_port, start_daphne, stop_process, wait_for
 from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -37,49 +34,25 @@ def live_server_url(
     django_db_setup, django_db_blocker, llm_server: ScriptedLLM, tmp_path_factory
 ) -> Iterator[str]:
     """One daphne for the module; each test's rows are committed, so it sees them."""
-    with django_db_blocker.unblock():
-        env = subprocess_env(
-            OPENAI_BASE_URL=llm_server.base_url,
-            OPENAI_API_KEY="sk-test",
-            HERMES_MODEL="scripted",
-            HERMES_REVIEW_ENABLED="false",
-            HERMES_STREAM_SAVE_INTERVAL="0.05",
-            HERMES_STREAM_COALESCE_MS="0",
-            HERMES_MAX_MESSAGE_CHARS="2000",
-            HERMES_LLM_MAX_RETRIES="0",
-        )
-    # No broker: background work runs inline in the server, as under `runserver`.
-    env.pop("REDIS_URL", None)
-    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "HERMES_MODEL": "scripted",
+        "HERMES_REVIEW_ENABLED": "false",
+        "HERMES_STREAM_SAVE_INTERVAL": "0.05",
+        "HERMES_STREAM_COALESCE_MS": "0",
+        "HERMES_MAX_MESSAGE_CHARS": "2000",
+        "HERMES_LLM_MAX_RETRIES": "0",
+    }
     port = free_port()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-            + ["hermes_site.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-
-        def up() -> bool:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                    return True
-            except OSError:
-                assert proc.poll() is None, log_path.read_text()
-                return False
-
-        try:
-            wait_for(up, timeout=60, interval=0.3, what="daphne")
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    # No broker: background work runs inline in the server, as under `runserver`.
+    with pytest.MonkeyPatch.context() as patch, django_db_blocker.unblock():
+        patch.delenv("REDIS_URL", raising=False)
+        proc = start_daphne(port, tmp_path_factory.mktemp("daphne") / "daphne.log", env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(proc)
 
 
 @pytest.fixture
