@@ -167,8 +167,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     else:
         text = "".join([piece async for piece in answer.pieces()])
         if answer.error is not None:
-            return answer.error.response()
-        response = JsonResponse(reply.completion(text, await answer.usage()))
+            response = answer.error.response()
+        else:
+            response = JsonResponse(reply.completion(text, await answer.usage()))
     response[CONVERSATION_HEADER] = start.session.pk
     return response
 

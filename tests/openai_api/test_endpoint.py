@@ -377,7 +377,8 @@ def test_a_failing_model_is_an_error_and_the_message_stays(olivia, owner, llm):
     with pytest.raises(openai.InternalServerError) as exc:
         olivia.chat.completions.create(model="env", messages=[user("Are you there?")])
     assert exc.value.status_code == 502 and exc.value.code == "llm_server_error"
-    assert Message.objects.filter(session__owner=owner, content="Are you there?").exists()
+    saved = Message.objects.get(session__owner=owner, content="Are you there?")
+    assert exc.value.response.headers[HEADER] == saved.session_id
 
     llm.enqueue(reply="one two three four five six seven", fault=Fault(stream_error_after=4))
     stream = olivia.chat.completions.create(
@@ -431,7 +432,13 @@ def test_a_client_that_disconnects_mid_stream_loses_nothing(olivia, llm):
     )
     conversation = raw.headers[HEADER]
     stream = raw.parse()
-    next(iter(stream))
+    chunks = iter(stream)
+    next(chunks)
+    assert next(chunks).choices[0].delta.content
+    # Chunks arrive as the model writes (daphne does not hold the body back): the answer is
+    # still being written when the client goes away.
+    answer = Message.objects.get(session_id=conversation, role="assistant")
+    assert answer.status == "streaming"
     stream.close()
 
     def saved() -> bool:
