@@ -85,7 +85,7 @@ def _unknown_model(model: str) -> ApiError:
     )
 
 
-async def _answer_json(request: HttpRequest, model: str | None = None) -> HttpResponse:
+async def _models_response(request: HttpRequest, model: str | None = None) -> HttpResponse:
     if request.method != "GET":
         return ApiError(405, "Use GET.", code="method_not_allowed").response()
     try:
@@ -95,11 +95,11 @@ async def _answer_json(request: HttpRequest, model: str | None = None) -> HttpRe
 
 
 async def models_list(request: HttpRequest) -> HttpResponse:
-    return await _answer_json(request)
+    return await _models_response(request)
 
 
 async def model_detail(request: HttpRequest, model: str) -> HttpResponse:
-    return await _answer_json(request, model)
+    return await _models_response(request, model)
 
 
 @dataclass(frozen=True)
