@@ -439,6 +439,12 @@ def test_a_client_that_disconnects_mid_stream_loses_nothing(olivia, llm):
     # still being written when the client goes away.
     answer = Message.objects.get(session_id=conversation, role="assistant")
     assert answer.status == "streaming"
+    # Meanwhile the conversation is busy: another message to it is a conflict.
+    with pytest.raises(openai.ConflictError) as busy:
+        olivia.chat.completions.create(
+            model="env", messages=[user("Hurry up")], extra_headers={HEADER: conversation}
+        )
+    assert busy.value.code == "turn_in_progress"
     stream.close()
 
     def saved() -> bool:
