@@ -22,4 +22,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("hermes_site.api_urls")),
+    path("v1/", include("openai_api.urls")),
 ]

@@ -14,6 +14,10 @@ from django.utils import timezone
 
 from core.leases import LeaseFields
 
+#: `Session.source` of conversations held through the OpenAI-compatible endpoint (openai_api);
+#: the chat's own are "web", imported ones keep Hermes' value ("cli", "telegram", …).
+API_SOURCE = "api"
+
 
 def new_session_id() -> str:
     """Hermes' session id format: `YYYYMMDD_HHMMSS_<6 hex>` (UTC)."""

@@ -227,16 +227,9 @@ def _turn_session(
     if session_id is None:
         if not new:
             raise NotFound("conversation")
-        choice = choice or default_choice()
-        session = Session.objects.create(
-            owner=user,
-            title=_unique_title(user=user, base=_derived_title(text or "")),
-            title_source=Session.TitleSource.DERIVED,
-            model=choice.model_id,
-            model_config=model_config_for(choice),
-            temporary=temporary,
-        )
-        return session, True
+        return session_open(
+            user=user, title_from=text or "", choice=choice, temporary=temporary
+        ), True
     session = access_session(user=user, session_id=session_id)
     if message_id is not None:
         # An edit or a regeneration names a message of this very part: no redirect to a
@@ -246,6 +239,43 @@ def _turn_session(
         # The conversation goes on in its newest continuation.
         session = compression_tip(session)
     return session, False
+
+
+def session_open(
+    *,
+    user: AbstractBaseUser,
+    title_from: str,
+    choice: ModelChoice | None = None,
+    temporary: bool = False,
+    source: str = "web",
+    history: list[tuple[str, str]] = (),
+) -> Session:
+    """A new conversation titled after `title_from`, on `choice` (default: the default
+    model). `history` — (role, text) pairs, role "user" or "assistant" — is written first
+    as one path: what an API client brought from elsewhere, answered by the next turn."""
+    choice = choice or default_choice()
+    with transaction.atomic():
+        session = Session.objects.create(
+            owner=user,
+            title=_unique_title(user=user, base=_derived_title(title_from)),
+            title_source=Session.TitleSource.DERIVED,
+            model=choice.model_id,
+            model_config=model_config_for(choice),
+            temporary=temporary,
+            source=source,
+            message_count=len(history),
+        )
+        for role, text in history:
+            answer = role == Message.Role.ASSISTANT
+            Message.objects.create(
+                session=session,
+                role=role,
+                content=text,
+                status=Message.Status.COMPLETE if answer else "",
+                finish_reason="stop" if answer else "",
+            )
+        branches.path_link_new_session(session_id=session.pk)
+    return session
 
 
 def _refuse_busy(session: Session, *, compressing: bool) -> None:

@@ -202,44 +202,24 @@ class ServerPool:
 
     def __init__(self, logs: Path) -> None:
         self.logs = logs
-        self.servers: dict[tuple[tuple[str, str], ...], tuple[subprocess.Popen, str, Path]] = {}
+        self.servers: dict[tuple[tuple[str, str], ...], tuple[subprocess.Popen, str]] = {}
 
     def url_for(self, env: dict[str, str]) -> str:
+        """The address of a server with `env` on top of subprocess_env (started if none)."""
+        full = subprocess_env(**env)
         # pytest names the running test in the environment; a server outlives its test.
-        env = {name: value for name, value in env.items() if name != "PYTEST_CURRENT_TEST"}
-        key = tuple(sorted(env.items()))
+        full.pop("PYTEST_CURRENT_TEST", None)
+        key = tuple(sorted(full.items()))
         if key in self.servers and self.servers[key][0].poll() is None:
             return self.servers[key][1]
         port = free_port()
-        log_path = self.logs / f"daphne-{len(self.servers)}-{port}.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                 "hermes_site.asgi:application"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        self.servers[key] = (proc, url, log_path)
-
-        def up() -> bool:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                    return True
-            except OSError:
-                assert proc.poll() is None, log_path.read_text()
-                return False
-
-        wait_for(up, timeout=60, interval=0.3, what="daphne")
-        return url
+        proc = start_daphne(port, self.logs / f"daphne-{port}.log", env)
+        self.servers[key] = (proc, f"http://127.0.0.1:{port}")
+        return self.servers[key][1]
 
     def stop(self) -> None:
-        for proc, _url, _log in self.servers.values():
-            proc.terminate()
-        for proc, _url, _log in self.servers.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        for proc, _url in self.servers.values():
+            stop_process(proc)
 
 
 @pytest.fixture(scope="session")
@@ -271,6 +251,37 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.pop("HERMES_CELERY_EAGER", None)
     env.update(extra)
     return env
+
+
+def start_daphne(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """daphne serving the site on 127.0.0.1:`port` in a subprocess on the test database
+    (`env` on top of subprocess_env), returned once its /healthz answers."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "hermes_site.asgi:application"],
+            cwd=ROOT, env=subprocess_env(**env), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return True
+        except OSError:
+            assert proc.poll() is None, log.read_text()
+            return False
+
+    wait_for(up, timeout=60, interval=0.3, what="daphne")
+    return proc
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.services import profile_get
 
-from ..models import Session
+from ..models import API_SOURCE, Session
 from ..services import system_prompt_store
 from ..session_model import session_model_choice
 from .extensions import prompt_sections
@@ -47,6 +47,11 @@ SKILLS_GUIDANCE = (
 PLATFORM_NOTE = (
     "Platform: Hermes Web, a browser chat. Your replies are rendered as Markdown (code blocks, "
     "lists, tables and links work; raw HTML and images from other sites are not shown)."
+)
+
+API_PLATFORM_NOTE = (
+    "Platform: Hermes Web's OpenAI-compatible API, used from another application (a chat "
+    "front-end, an editor or a script). Reply in Markdown; the client decides how it is shown."
 )
 
 
@@ -85,7 +90,8 @@ def build_system_prompt(*, session: Session, provider_block: str) -> str:
         if block:
             parts.append(block)
     started = timezone.localtime(session.started_at)
-    parts.append(f"Conversation started: {started:%A, %B %-d, %Y}.\n{PLATFORM_NOTE}")
+    platform = API_PLATFORM_NOTE if session.source == API_SOURCE else PLATFORM_NOTE
+    parts.append(f"Conversation started: {started:%A, %B %-d, %Y}.\n{platform}")
     parts.append(model_note(session))
     return "\n\n".join(parts)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
@@ -29,10 +30,11 @@ from django.conf import settings
 from accounts.services import profile_get
 from core.exceptions import ServiceError
 from core.leases import lease_heartbeat_async
+from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 
 from .. import selectors, services
-from ..models import Message
+from ..models import API_SOURCE, Message
 from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
 from . import llm
@@ -120,9 +122,24 @@ async def begin_turn(
         return dataclasses.replace(pending, created=start.created, switched_from=switched)
 
 
-def launch_turn(start: services.TurnStart, *, user: Any) -> asyncio.Task[None]:
+def launch_turn(
+    start: services.TurnStart,
+    *,
+    user: Any,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> asyncio.Task[None]:
+    """Run the turn as a task of its own (a closed socket or request does not stop it);
+    `listener` hears each of its events in this process (see TurnEvents)."""
+    # A context of its own, keeping only the log's request id: a turn started by an HTTP
+    # request (openai_api) must not inherit the request's thread-sensitive context, whose
+    # executor ends with the request while the turn goes on (asgiref refuses it then); so
+    # its database work runs on the shared sync thread, as a websocket turn's does.
+    context = contextvars.Context()
+    context.run(request_id_var.set, request_id_var.get())
     task = asyncio.get_running_loop().create_task(
-        _run_turn(start, user=user), name=f"turn:{start.session.pk}"
+        _run_turn(start, user=user, listener=listener),
+        name=f"turn:{start.session.pk}",
+        context=context,
     )
     _running[start.session.pk] = task
     task.add_done_callback(lambda _t, sid=start.session.pk: _running.pop(sid, None))
@@ -163,8 +180,14 @@ class _Setup:
     ctx: ToolContext
 
 
-async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
-    turn = _Turn(start, user, TurnEvents(start.session.pk), StreamState(start.assistant_message.id))
+async def _run_turn(
+    start: services.TurnStart,
+    *,
+    user: Any,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    events = TurnEvents(start.session.pk, listener=listener)
+    turn = _Turn(start, user, events, StreamState(start.assistant_message.id))
     control = TurnControl(turn.session_id, start.token)
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
     assert start.lease is not None
@@ -251,7 +274,7 @@ async def _prepare(turn: _Turn) -> _Setup:
         session.pk,
         user=user,
         user_id=user.pk,
-        platform="web",
+        platform=API_SOURCE if session.source == API_SOURCE else "web",
         agent_context="primary",
         parent_session_id=session.parent_id or "",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,15 +22,21 @@ from . import llm
 
 @dataclass
 class TurnEvents:
-    """Numbers and publishes the events of one turn (clients detect gaps by `seq`)."""
+    """Numbers and publishes the events of one turn (clients detect gaps by `seq`).
+
+    `listener`, when given, hears every event in this process first (the OpenAI-compatible
+    endpoint answers its HTTP request from them), even if publishing then fails."""
 
     session_id: str
+    listener: Callable[[dict[str, Any]], None] | None = None
     seq: itertools.count = field(default_factory=lambda: itertools.count(1))
     last_seq: int = 0
 
     async def emit(self, event: dict[str, Any]) -> None:
         self.last_seq = next(self.seq)
         event = {**event, "session": self.session_id, "seq": self.last_seq}
+        if self.listener is not None:
+            self.listener(event)
         await apublish(session_group(self.session_id), event)
 
 

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from devtools.scripted_llm import ScriptedLLM
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT
 from tests.factories import PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -50,8 +50,8 @@ def live_server_env() -> dict[str, str]:
 def live_server_url(transactional_db, llm_for_server, live_server_env, server_pool) -> str:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    env = subprocess_env(
-        **{
+    return server_pool.url_for(
+        {
             "OPENAI_BASE_URL": llm_for_server.base_url,
             "OPENAI_API_KEY": "sk-e2e",
             "HERMES_MODEL": "scripted",
@@ -60,7 +60,6 @@ def live_server_url(transactional_db, llm_for_server, live_server_env, server_po
             **live_server_env,
         }
     )
-    return server_pool.url_for(env)
 
 
 @pytest.fixture

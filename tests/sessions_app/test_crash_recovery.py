@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,15 @@ from sessions_app import services
 from sessions_app.models import Message, SearchSummary, Session
 from sessions_app.search.summarise import query_hash
 from skills_app.models import ReviewRun
-from tests.conftest import ROOT, RUN_ID, free_port, running_worker, subprocess_env, wait_for
+from tests.conftest import (
+    ROOT,
+    RUN_ID,
+    free_port,
+    running_worker,
+    start_daphne,
+    subprocess_env,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -211,26 +218,6 @@ def test_a_delivery_waits_for_a_live_holder_and_takes_over_when_it_dies(
         assert done.progress == 100 and len(list((tmp_path / "exports").glob("*.zip"))) == 1
     else:
         assert len(llm_server.requests) == 1  # the work ran once
-
-
-def start_daphne(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen:
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "hermes_site.asgi:application"],
-            cwd=ROOT, env=subprocess_env(**env), stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return True
-        except OSError:
-            assert proc.poll() is None, log.read_text()
-            return False
-
-    wait_for(up, timeout=60, interval=0.3, what="daphne")
-    return proc
 
 
 def test_an_answer_left_streaming_by_a_killed_asgi_server_is_interrupted_on_restart(
