@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -89,7 +89,7 @@ async def _models_response(request: HttpRequest, model: str | None = None) -> Ht
     if request.method != "GET":
         return ApiError(405, "Use GET.", code="method_not_allowed").response()
     try:
-        return JsonResponse(await database_sync_to_async(_models)(request, model))
+        return JsonResponse(await sync_to_async(_models)(request, model))
     except ApiError as exc:
         return exc.response()
 
@@ -133,7 +133,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return ApiError(405, "Use POST.", code="method_not_allowed").response()
     try:
-        begun = await database_sync_to_async(_begin)(request)
+        begun = await sync_to_async(_begin)(request)
         plan = begun.plan
         start = await runner.begin_turn(
             user=begun.user,
@@ -217,7 +217,7 @@ class _Answer:
             )
 
     async def usage(self) -> dict[str, Any]:
-        totals = await database_sync_to_async(turn_usage)(
+        totals = await sync_to_async(turn_usage)(
             session_id=self.session_id, first_id=self.first_id, last_id=self.last_id
         )
         return usage_object(totals["prompt"], totals["completion"], totals["cached"])
