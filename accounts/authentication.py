@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from .models import ApiToken
+from .models import ApiToken, TokenScope
+from .services import api_token_use
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -21,14 +21,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Malformed Authorization header.")
-        token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=ApiToken.hash_key(header[1]))
-            .first()
-        )
-        if token is None or not token.user.is_active:
+        token = api_token_use(key=header[1])
+        if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        if not token.has_scope(TokenScope.API):
+            # A token made for MCP clients only; refused before any view sees the person.
+            raise exceptions.AuthenticationFailed(
+                "This token has no 'api' scope: it works with the MCP server only."
+            )
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
