@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "skills_app",
     "privacy",
     "usage",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
