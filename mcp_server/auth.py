@@ -6,6 +6,7 @@ the ASGI router), so these are the checks Django and the REST API would make."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ from django.http.request import split_domain_port, validate_host
 
 from accounts.models import TokenScope
 from accounts.services import api_token_use
+from core.logs import access_logger, new_request_id, request_id_var
+from core.proxy import is_trusted
 
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
@@ -51,9 +54,49 @@ async def _refuse(send: Callable, status: int, code: str, message: str) -> None:
 
 def token_required(app: ASGIApp) -> ASGIApp:
     """Wrap the MCP app: refuse bad hosts (400), missing or revoked tokens and deactivated
-    people (401), tokens without any MCP scope (403); pass the token on in the scope."""
+    people (401), tokens without any MCP scope (403); pass the token on in the scope. Each
+    request gets a request id and one access-log line, as Django's requests do."""
 
-    async def guarded(scope: Scope, receive: Callable, send: Callable) -> None:
+    async def logged(scope: Scope, receive: Callable, send: Callable) -> None:
+        client = (scope.get("client") or ("", 0))[0]
+        offered = _header(scope, b"x-request-id") if is_trusted(client) else ""
+        request_id = new_request_id(offered)
+        reset = request_id_var.set(request_id)
+        started = time.monotonic()
+        seen: dict[str, Any] = {"status": None}
+
+        async def noting_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                message = {
+                    **message,
+                    "headers": [
+                        *message.get("headers", ()),
+                        (b"x-request-id", request_id.encode()),
+                    ],
+                }
+            await send(message)
+
+        try:
+            await guarded(scope, receive, noting_send, seen)
+        finally:
+            access_logger.info(
+                "%s %s %s",
+                scope["method"],
+                scope["path"],
+                seen["status"],
+                extra={
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": seen["status"],
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    "client_ip": client,
+                    "user_id": seen.get("user_id"),
+                },
+            )
+            request_id_var.reset(reset)
+
+    async def guarded(scope: Scope, receive: Callable, send: Callable, seen: dict) -> None:
         if not _host_allowed(scope):
             await _refuse(send, 400, "bad_host", "This host name is not served here.")
             return
@@ -79,6 +122,7 @@ def token_required(app: ASGIApp) -> ASGIApp:
                 "skills:write). Create one with the scopes the client needs on the Account page.",
             )
             return
+        seen["user_id"] = token.user_id
         await app({**scope, TOKEN_KEY: token}, receive, send)
 
-    return guarded
+    return logged
