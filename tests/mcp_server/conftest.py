@@ -13,6 +13,8 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
+from asgiref.sync import SyncToAsync
+from django.db import connections
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 
@@ -38,6 +40,9 @@ def mcp_url(transactional_db) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        # The server's ORM calls ran on asgiref's one thread for thread-sensitive work; its
+        # PostgreSQL connection (kept CONN_MAX_AGE) would stop the test database's removal.
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
 
 
 def token_for(user: Any, *scopes: str, name: str = "claude") -> str:

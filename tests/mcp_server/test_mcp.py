@@ -25,15 +25,11 @@ def payload(result) -> dict:
     return json.loads(result.content[0].text)
 
 
-def test_a_full_token_sees_every_tool_and_both_memory_files(mcp_url, owner):
-    key = token_for(owner)
-
+def test_a_token_lists_the_tools_and_files_its_scopes_allow(mcp_url, owner):
     async def look(session):
-        tools = await session.list_tools()
-        resources = await session.list_resources()
-        return tools.tools, resources.resources
+        return (await session.list_tools()).tools, (await session.list_resources()).resources
 
-    tools, resources = with_session(mcp_url, key, look)
+    tools, resources = with_session(mcp_url, token_for(owner), look)
     assert {t.name for t in tools} == ALL_TOOLS
     memory = next(t for t in tools if t.name == "memory")
     assert memory.inputSchema["properties"]["action"]["enum"] == [
@@ -47,18 +43,9 @@ def test_a_full_token_sees_every_tool_and_both_memory_files(mcp_url, owner):
         "hermes://memory/USER.md",
     }
 
-
-def test_a_token_lists_only_the_tools_its_scopes_allow(mcp_url, owner):
-    key = token_for(owner, "memory:read", "skills:read")
-
-    async def look(session):
-        return (await session.list_tools()).tools
-
-    assert {t.name for t in with_session(mcp_url, key, look)} == {
-        "memory",
-        "skills_list",
-        "skill_view",
-    }
+    tools, resources = with_session(mcp_url, token_for(owner, "skills:read", name="r"), look)
+    assert {t.name for t in tools} == {"skills_list", "skill_view"}
+    assert resources == []
 
 
 def test_memory_writes_go_through_the_services_and_say_they_came_from_mcp(mcp_url, owner):
@@ -162,8 +149,9 @@ def test_approval_mode_stages_mcp_writes(mcp_url, owner):
     assert entry.is_pending and entry.source_client == "claude"
 
 
-def test_a_token_without_the_write_scope_cannot_change_memory(mcp_url, owner):
+def test_a_token_without_the_scope_is_refused_and_sees_nothing(mcp_url, owner):
     MemoryEntryFactory(owner=owner, content="Deploys on Fridays.")
+    SkillFactory(owner=owner, name="deploy-app")
     key = token_for(owner, "memory:read")
 
     result = call(
@@ -177,10 +165,6 @@ def test_a_token_without_the_write_scope_cannot_change_memory(mcp_url, owner):
         "entries"
     ] == ["Deploys on Fridays."]
 
-
-def test_a_token_without_any_scope_for_a_tool_is_refused(mcp_url, owner):
-    SkillFactory(owner=owner, name="deploy-app")
-    key = token_for(owner, "memory:read")
     for tool, args, scope in (
         ("session_search", {"query": "anything"}, "search"),
         ("skill_view", {"name": "deploy-app"}, "skills:read"),
@@ -195,31 +179,23 @@ def test_memory_files_are_resources_as_the_hermes_export_writes_them(mcp_url, ow
     MemoryEntryFactory(owner=owner, content="First note.")
     MemoryEntryFactory(owner=owner, content="Second note.")
     MemoryEntryFactory(owner=owner, target="user", content="Name: Olivia.")
-    key = token_for(owner, "memory:read")
 
     async def read(session):
         memory = await session.read_resource("hermes://memory/MEMORY.md")
         user = await session.read_resource("hermes://memory/USER.md")
         return memory.contents[0].text, user.contents[0].text
 
-    memory_text, user_text = with_session(mcp_url, key, read)
+    memory_text, user_text = with_session(mcp_url, token_for(owner, "memory:read"), read)
     assert (
         memory_text == "First note.\n§\nSecond note." == memory_export(user=owner, target="memory")
     )
     assert user_text == "Name: Olivia."
 
-
-def test_reading_memory_files_needs_the_read_scope(mcp_url, owner):
-    MemoryEntryFactory(owner=owner, content="Secret plan.")
-    key = token_for(owner, "memory:write")
-
-    async def read(session):
-        listed = (await session.list_resources()).resources
+    async def refused(session):
         with pytest.raises(McpError, match="lacks the 'memory:read' scope"):
             await session.read_resource("hermes://memory/MEMORY.md")
-        return listed
 
-    assert with_session(mcp_url, key, read) == []
+    with_session(mcp_url, token_for(owner, "memory:write", name="writer"), refused)
 
 
 def test_session_search_finds_only_the_token_owners_conversations(mcp_url, owner, outsider):
