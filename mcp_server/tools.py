@@ -42,43 +42,6 @@ concise answers"). Each list has a hard size limit; when it is full, merge or re
 entries instead of skipping the fact. Every entry is checked for prompt injection and \
 secrets exfiltration; a refused write says why."""
 
-MEMORY_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {
-            "type": "string",
-            "enum": ["view", "add", "replace", "remove"],
-            "description": "What to do (omit when you give `operations`).",
-        },
-        "target": {
-            "type": "string",
-            "enum": ["memory", "user"],
-            "description": "'user' for facts about the person, 'memory' for notes.",
-        },
-        "content": {
-            "type": "string",
-            "description": "The entry text (add), or the new text of the whole entry (replace).",
-        },
-        "old_text": {
-            "type": "string",
-            "description": "For replace/remove: a short substring unique to the entry.",
-        },
-        "operations": {
-            "type": "array",
-            "description": "Several changes to one target in one all-or-nothing call.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "action": {"type": "string", "enum": ["add", "replace", "remove"]},
-                    "content": {"type": "string"},
-                    "old_text": {"type": "string"},
-                },
-                "required": ["action"],
-            },
-        },
-    },
-}
-
 
 @dataclass(frozen=True)
 class McpTool:
@@ -174,13 +137,25 @@ def _skills_tool(name: str, scope: str) -> McpTool:
     )
 
 
+def _memory_parameters() -> dict[str, Any]:
+    """The agent's memory parameters with `view`, for which the target is optional."""
+    _description, parameters = _registry_tool("memory")
+    parameters["properties"]["action"]["enum"] = [
+        "view",
+        *parameters["properties"]["action"]["enum"],
+    ]
+    parameters["properties"]["target"]["description"] += " Optional with view: both."
+    parameters.pop("required", None)
+    return parameters
+
+
 def mcp_tools() -> dict[str, McpTool]:
     """The tools by name (built from the registry, so call after the apps are ready)."""
     tools = [
         McpTool(
             name="memory",
             description=MEMORY_DESCRIPTION,
-            parameters=MEMORY_PARAMETERS,
+            parameters=_memory_parameters(),
             scope=lambda args: (
                 TokenScope.MEMORY_READ
                 if args.get("action") == "view" and args.get("operations") is None
