@@ -69,11 +69,11 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResul
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
-    if not any(token.has_scope(scope) for scope in tool.listed_for):
-        # Not even listed for this token: refused before any database work.
-        result = missing_scope(tool.listed_for[-1])
-    else:
+    scope = tool.scope(arguments)
+    if token.has_scope(scope):
         result = await database_sync_to_async(tool_call)(tool, token, arguments)
+    else:
+        result = missing_scope(scope)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=result.content())],
         structuredContent=result.payload,

@@ -173,10 +173,8 @@ def mcp_tools() -> dict[str, McpTool]:
 
 
 def tool_call(tool: McpTool, token: ApiToken, args: dict[str, Any]) -> ToolResult:
-    """Run one call as the token's owner, after the scope check; refusals are results."""
-    scope = tool.scope(args)
-    if not token.has_scope(scope):
-        return missing_scope(scope)
+    """Run one call as the token's owner; refusals are results. Call after checking that
+    the token has `tool.scope(args)`."""
     try:
         return tool.run(token, args)
     except ServiceError as exc:
