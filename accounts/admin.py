@@ -24,7 +24,7 @@ class ProfileAdmin(OwnedModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(OwnedModelAdmin):
     owner_field = "user"
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at")
+    list_display = ("name", "user", "prefix", "scopes", "created_at", "last_used_at")
     readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:

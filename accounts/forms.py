@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from core.exceptions import ServiceError
 
-from .models import Profile
+from .models import Profile, TokenScope
 from .throttle import password_confirm
 
 
@@ -31,6 +31,12 @@ class ProfileForm(forms.ModelForm):
 
 class TokenCreateForm(forms.Form):
     name = forms.CharField(max_length=100, label="Token name")
+    scopes = forms.MultipleChoiceField(
+        choices=TokenScope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        label="What it may do",
+        error_messages={"required": "Choose at least one scope for the token."},
+    )
 
 
 class SignupForm(UserCreationForm):

@@ -39,8 +39,27 @@ class Profile(models.Model):
         return f"Profile of {self.user}"
 
 
+class TokenScope(models.TextChoices):
+    """What a personal API token may do. `api` is the REST API (everything the account can
+    do there), `chat` the OpenAI-compatible endpoint; the others are the MCP server's tools
+    and resources."""
+
+    API = "api", "REST API (/api/): everything your account can do"
+    CHAT = "chat", "Chat with the agent as a model (/v1/); it reads and writes memory"
+    MEMORY_READ = "memory:read", "MCP: read memory (MEMORY.md, USER.md)"
+    MEMORY_WRITE = "memory:write", "MCP: add, replace and remove memory entries"
+    SEARCH = "search", "MCP: search past conversations"
+    SKILLS_READ = "skills:read", "MCP: list and read skills"
+    SKILLS_WRITE = "skills:write", "MCP: create and change skills"
+
+
+#: Tokens made before scopes existed got every scope, so they do what they did.
+ALL_SCOPES = " ".join(TokenScope.values)
+
+
 class ApiToken(models.Model):
-    """A personal token for the REST API. Only a hash is stored; the key is shown once."""
+    """A personal token for the REST API and the MCP server. Only a hash is stored; the key
+    is shown once. `scopes` holds TokenScope values separated by spaces (as OAuth does)."""
 
     PREFIX_LEN = 8
 
@@ -52,6 +71,7 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    scopes = models.CharField(max_length=200, default=ALL_SCOPES)
 
     class Meta:
         ordering = ["-created_at"]
@@ -62,6 +82,13 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scope_list
 
     @staticmethod
     def hash_key(key: str) -> str:

@@ -4,6 +4,7 @@ deactivation, password resets, quotas) and the daily quota check of chat turns."
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +24,7 @@ from core.exceptions import NotFound, ServiceError
 
 from . import selectors
 from .meter import usage_meter
-from .models import ApiToken, Membership, Profile
+from .models import ApiToken, Membership, Profile, TokenScope
 
 
 def profile_get(*, user: AbstractBaseUser) -> Profile:
@@ -40,13 +41,25 @@ def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:
     return profile
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
-    """Create a token and return it with its key; the key is never retrievable again."""
+def api_token_create(
+    *, user: AbstractBaseUser, name: str, scopes: Iterable[str] | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its key; the key is never retrievable again.
+    `scopes` are TokenScope values (None: all of them)."""
     name = name.strip()
     if not name:
         raise ServiceError("invalid", "Give the token a name.")
     if len(name) > 100:
         raise ServiceError("invalid", "Token names are at most 100 characters.")
+    chosen = TokenScope.values if scopes is None else list(dict.fromkeys(scopes))
+    unknown = [s for s in chosen if s not in TokenScope.values]
+    if unknown:
+        raise ServiceError(
+            "invalid",
+            f"Unknown scope {unknown[0]!r}. Scopes: {', '.join(TokenScope.values)}.",
+        )
+    if not chosen:
+        raise ServiceError("invalid", "Choose at least one scope for the token.")
     key = ApiToken.generate_key()
     try:
         with transaction.atomic():
@@ -55,10 +68,21 @@ def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, st
                 name=name,
                 prefix=key[: ApiToken.PREFIX_LEN],
                 key_hash=ApiToken.hash_key(key),
+                scopes=" ".join(chosen),
             )
     except IntegrityError:
         raise ServiceError("duplicate", f"You already have a token named {name!r}.") from None
     return token, key
+
+
+def api_token_use(*, key: str) -> ApiToken | None:
+    """The token with this key, its user loaded, stamped as used now; None when the key is
+    unknown (or revoked) or its owner is deactivated."""
+    token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()
+    if token is None or not token.user.is_active:
+        return None
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token
 
 
 def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:

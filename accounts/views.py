@@ -83,11 +83,17 @@ def theme_set(request: HttpRequest) -> HttpResponse:
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST)
     if form.is_valid():
-        _token, key = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
+        _token, key = services.api_token_create(
+            user=request.user,
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+        )
         # Shown once on the next page, then gone from the session.
         request.session["new_api_token"] = key
-    else:
+    elif "name" in form.errors:
         messages.error(request, "Give the token a name (at most 100 characters).")
+    else:
+        messages.error(request, form.errors["scopes"][0])
     return redirect("account")
 
 

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django (but /mcp/, the MCP server), websockets through
+Channels."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from core.leases import recover_on_startup  # noqa: E402
 from core.origin import SameOriginValidator  # noqa: E402
+from mcp_server.routing import with_mcp  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 # Leases of this host's dead processes (an ASGI server killed mid-answer) are released
@@ -23,7 +25,8 @@ recover_on_startup("web")
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # /mcp/ (streamable HTTP, personal API tokens) beside Django.
+        "http": with_mcp(django_asgi_app),
         # Only from the site's own origin (scheme, host and port) or a trusted one.
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

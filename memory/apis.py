@@ -53,6 +53,7 @@ class MemoryEntrySerializer(serializers.ModelSerializer):
             "pending_action",
             "pending_of",
             "source",
+            "source_client",
             "source_session",
             "source_message",
             "created_at",

@@ -25,7 +25,8 @@ class Target(models.TextChoices):
 
 class Source(models.TextChoices):
     """Who wrote an entry: the chat's tool call, the background review, the
-    pre-compression flush, the Memory page, an import, the REST API or the admin."""
+    pre-compression flush, the Memory page, an import, the REST API, the admin, or an MCP
+    client (another agent holding one of the person's API tokens)."""
 
     TOOL = "tool", "Chat"
     REVIEW = "review", "Background review"
@@ -34,10 +35,11 @@ class Source(models.TextChoices):
     IMPORT = "import", "Import"
     API = "api", "REST API"
     ADMIN = "admin", "Admin"
+    MCP = "mcp", "MCP"
 
 
 #: Sources that are the agent acting on its own; approval mode stages their writes.
-AGENT_SOURCES = frozenset({Source.TOOL, Source.REVIEW, Source.FLUSH})
+AGENT_SOURCES = frozenset({Source.TOOL, Source.REVIEW, Source.FLUSH, Source.MCP})
 
 
 def content_digest(content: str) -> str:
@@ -92,6 +94,8 @@ class MemoryEntry(models.Model):
         help_text="The entry a proposed replace/remove would change.",
     )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.MANUAL)
+    #: With source "mcp": the name of the API token the client used.
+    source_client = models.CharField(max_length=100, blank=True, default="")
     source_session = models.ForeignKey(
         "sessions_app.Session",
         on_delete=models.SET_NULL,
@@ -201,6 +205,8 @@ class MemoryEvent(models.Model):
         related_name="+",
     )
     source = models.CharField(max_length=8, choices=Source.choices)
+    #: With source "mcp": the name of the API token the client used.
+    source_client = models.CharField(max_length=100, blank=True, default="")
     action = models.CharField(max_length=8, choices=Action.choices)
     target = models.CharField(max_length=8, choices=Target.choices)
     entry = models.ForeignKey(

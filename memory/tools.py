@@ -116,6 +116,7 @@ def _run(ctx: ToolContext, args: dict[str, Any]):
         session_id=ctx.session_id,
         message_id=ctx.message_id,
         actor=ctx.user,
+        client=ctx.client,
     )
     if args.get("operations") is not None:
         ops = parse_operations(args["operations"])

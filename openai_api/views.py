@@ -22,7 +22,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import AuthenticationFailed
 
-from accounts.authentication import ApiTokenAuthentication
+from accounts.authentication import ApiTokenAuthentication, ScopeMissing
+from accounts.models import TokenScope
 from core.exceptions import ServiceError
 from model_catalog.selectors import ModelChoice, choice_for, enabled_choices
 from sessions_app.agent import runner
@@ -46,7 +47,9 @@ KEEPALIVE_SECONDS = 15
 
 def _authenticate(request: HttpRequest) -> Any:
     try:
-        found = ApiTokenAuthentication().authenticate(request)
+        found = ApiTokenAuthentication(TokenScope.CHAT).authenticate(request)
+    except ScopeMissing as exc:
+        raise ApiError(403, str(exc.detail), code="insufficient_scope") from None
     except AuthenticationFailed as exc:
         raise ApiError(401, str(exc.detail), code="invalid_api_key") from None
     if found is None:

@@ -34,7 +34,7 @@ from tests.factories import UserFactory
 ROOT = Path(__file__).resolve().parent.parent
 # Fixtures that start a process; a test using one must be marked `slow`.
 PROCESS_FIXTURES = frozenset(
-    {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack"}
+    {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack", "mcp_daphne"}
 )
 # Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
 # machine's Redis never see each other's messages.

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "privacy",
     "usage",
     "openai_api",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [

@@ -315,5 +315,7 @@ LOGGING = {
         # own log through the model client's error mapping.
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # The MCP SDK logs every JSON-RPC message at INFO; mcp_server writes the access line.
+        "mcp": {"level": "WARNING"},
     },
 }

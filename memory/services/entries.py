@@ -143,6 +143,7 @@ def memory_pending_approve(
         ops=[op],
         provenance=Provenance(
             source=pending.source,
+            client=pending.source_client,
             session_id=pending.source_session_id,
             message_id=pending.source_message_id,
             actor=provenance.actor or user,

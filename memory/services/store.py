@@ -128,6 +128,7 @@ def _persist(
         entry.updated_at = now
         # Provenance follows the text: the entry now says what this writer wrote.
         entry.source = provenance.source
+        entry.source_client = provenance.client
         entry.source_session_id = session_id
         entry.source_message_id = message_id
         entry.save(
@@ -136,6 +137,7 @@ def _persist(
                 "content_hash",
                 "updated_at",
                 "source",
+                "source_client",
                 "source_session",
                 "source_message",
             ]
@@ -151,6 +153,7 @@ def _persist(
                 content_hash=content_digest(s.content),
                 order=top + offset,
                 source=provenance.source,
+                source_client=provenance.client,
                 source_session_id=session_id,
                 source_message_id=message_id,
                 created_at=now,
@@ -190,6 +193,7 @@ def log_events(
                 owner=user,
                 actor=actor,
                 source=provenance.source,
+                source_client=provenance.client,
                 target=target,
                 session_id=session_id,
                 **event,
@@ -482,6 +486,7 @@ def _stage(
         row.status = MemoryEntry.Status.PENDING
         row.content_hash = content_digest(row.content)
         row.source = provenance.source
+        row.source_client = provenance.client
         row.source_session_id = session_id
         row.source_message_id = message_id
         row.created_at = row.updated_at = now

@@ -21,12 +21,14 @@ PREVIEW_CHARS = 80
 @dataclass(frozen=True)
 class Provenance:
     """Where a write comes from. `actor` is the person acting (the owner, or an
-    administrator); session and message ids are checked against the owner before use."""
+    administrator); session and message ids are checked against the owner before use.
+    `client` names the MCP client (its API token's name) for source "mcp"."""
 
     source: str = Source.MANUAL
     session_id: str | None = None
     message_id: int | None = None
     actor: AbstractBaseUser | None = None
+    client: str = ""
 
 
 @dataclass(frozen=True)

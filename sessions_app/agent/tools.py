@@ -29,8 +29,9 @@ from core.exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
 
-#: Who is calling: the live chat turn, the background review, or the pre-compression flush.
-Origin = Literal["tool", "review", "flush"]
+#: Who is calling: the live chat turn, the background review, the pre-compression flush, or
+#: an MCP client (`client` then names the API token it used).
+Origin = Literal["tool", "review", "flush", "mcp"]
 
 
 @dataclass
@@ -59,6 +60,8 @@ class ToolContext:
     message_id: int | None = None
     #: Provider tools offered in this turn (None when memory is off or nobody offers any).
     providers: ProviderTools | None = None
+    #: For origin "mcp": the name of the API token, kept with what the call writes.
+    client: str = ""
 
 
 @dataclass

@@ -78,6 +78,11 @@ PARAMETERS: dict[str, Any] = {
             "description": "Only match messages from these roles: user, assistant, tool "
             "(comma-separated). Default: all.",
         },
+        "summaries": {
+            "type": "boolean",
+            "description": "With a query: summarise each conversation (default true); false "
+            "returns the matching snippets at once, without a model call.",
+        },
         "session_id": {"type": "string", "description": "A conversation to read."},
         "around_message_id": {
             "type": "integer",
@@ -225,11 +230,14 @@ def _discover(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not isinstance(query, str):
         raise ServiceError("invalid_arguments", "'query' must be text.")
     limit = _int(args, "limit", 3, 1, 5)
+    summaries = args.get("summaries", True)
+    if not isinstance(summaries, bool):
+        raise ServiceError("invalid_arguments", "'summaries' must be true or false.")
     roles = check_roles(args.get("role") if isinstance(args.get("role"), str) else None)
     result = search_conversations(
         owner=ctx.user, query=query, roles=roles, limit=limit, exclude_lineage_of=ctx.session_id
     )
-    if result.conversations:
+    if result.conversations and summaries:
         try:
             search_summaries_wait(owner=ctx.user, query=query, result=result)
         except Exception:

@@ -101,7 +101,7 @@ def test_signup_when_enabled_creates_a_member(settings, db):
 
 def test_api_token_is_shown_once_works_and_stops_working_when_revoked(owner):
     client = logged_in(owner)
-    client.post(reverse("token_create"), {"name": "laptop"})
+    client.post(reverse("token_create"), {"name": "laptop", "scopes": ["api"]})
     page = client.get(reverse("account")).content.decode()
     key = re.search(r'id="new-token">([^<]+)<', page).group(1)
     assert 'id="new-token"' not in client.get(reverse("account")).content.decode()
@@ -119,11 +119,50 @@ def test_api_token_is_shown_once_works_and_stops_working_when_revoked(owner):
 
 
 def test_another_user_cannot_revoke_my_token(owner, outsider):
-    logged_in(owner).post(reverse("token_create"), {"name": "mine"})
+    logged_in(owner).post(reverse("token_create"), {"name": "mine", "scopes": ["api"]})
     token = ApiToken.objects.get(user=owner)
     response = logged_in(outsider).post(reverse("token_revoke", args=[token.pk]))
     assert response.status_code == 404
     assert ApiToken.objects.filter(pk=token.pk).exists()
+
+
+def test_a_token_gets_the_scopes_ticked_on_the_account_page(owner):
+    client = logged_in(owner)
+    page = client.get(reverse("account")).content.decode()
+    for scope in ("api", "memory:read", "memory:write", "search", "skills:read", "skills:write"):
+        assert f'value="{scope}"' in page
+    client.post(reverse("token_create"), {"name": "claude", "scopes": ["memory:read", "search"]})
+    token = ApiToken.objects.get(user=owner)
+    assert token.scope_list == ["memory:read", "search"]
+    assert (
+        "<code>memory:read</code> <code>search</code>"
+        in client.get(reverse("account")).content.decode()
+    )
+
+
+def test_a_token_without_scopes_is_not_created(owner):
+    client = logged_in(owner)
+    response = client.post(reverse("token_create"), {"name": "nothing"}, follow=True)
+    assert "Choose at least one scope for the token." in response.content.decode()
+    assert not ApiToken.objects.filter(user=owner).exists()
+
+
+def test_an_unknown_scope_is_refused(owner):
+    response = logged_in(owner).post(
+        reverse("token_create"), {"name": "odd", "scopes": ["admin"]}, follow=True
+    )
+    assert "Choose at least one scope" not in response.content.decode()
+    assert "not one of the available choices" in response.content.decode()
+    assert not ApiToken.objects.filter(user=owner).exists()
+
+
+def test_a_token_without_the_api_scope_cannot_use_the_rest_api(owner):
+    from accounts.services import api_token_create
+
+    _token, key = api_token_create(user=owner, name="mcp only", scopes=["memory:read"])
+    denied = Client().get("/api/me/", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert denied.status_code == 401
+    assert "no 'api' scope" in denied.json()["error"]["message"]
 
 
 def test_api_requires_authentication():

@@ -51,10 +51,13 @@ def test_the_nginx_site_does_what_the_guide_says(tmp_path):
     # nginx drops inherited proxy_set_header lines in a location that sets its own: all
     # of them live at server level.
     locations = re.findall(r"^ *location [^{]*\{(.*?)^ *\}", site, re.M | re.S)
-    assert len(locations) == 4  # the redirect, /ws/, /healthz and /
+    assert len(locations) == 5  # the redirect, /ws/, /mcp, /healthz and /
     assert not any("proxy_set_header" in body for body in locations)
     assert "proxy_read_timeout 3600s;" in directives
     assert "proxy_buffering off;" in directives
+    # The MCP server's event streams are passed on unbuffered too.
+    mcp = re.search(r"location /mcp \{(.*?)\}", site, re.S).group(1)
+    assert "proxy_buffering off;" in mcp and "gzip off;" in mcp
     # The client's own X-Forwarded-For is replaced, never appended to.
     assert "proxy_set_header X-Forwarded-For $remote_addr;" in directives
     assert "$proxy_add_x_forwarded_for" not in site

@@ -283,3 +283,52 @@ def test_brute_force_through_nginx_is_locked_out_despite_rotated_forwarded_for(s
     locked = Browser(stack).login("alice", PASSWORD)
     assert locked.status_code == 429
     assert "Too many login attempts" in locked.text
+
+
+class _SniTransport(httpx.AsyncHTTPTransport):
+    """Connects to 127.0.0.1 but asks TLS for hermes.test, as Browser does."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.extensions = {**request.extensions, "sni_hostname": HOST}
+        return await super().handle_async_request(request)
+
+
+def test_an_mcp_client_reaches_its_memory_through_nginx(stack):
+    import warnings
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    key = stack.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        "from accounts.services import api_token_create; "
+        "print(api_token_create(user=get_user_model().objects.get(username='alice'), "
+        "name='desktop', scopes=['memory:read', 'memory:write'])[1])",
+    ).split()[-1]
+
+    def client_factory(headers=None, timeout=None, auth=None) -> httpx.AsyncClient:
+        transport = _SniTransport(verify=stack.ssl_context())
+        return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, transport=transport)
+
+    async def work() -> tuple[Any, str]:
+        async with streamablehttp_client(
+            f"https://127.0.0.1:{stack.nginx_port}/mcp/",
+            headers={"Authorization": f"Bearer {key}", "Host": f"{HOST}:{stack.nginx_port}"},
+            httpx_client_factory=client_factory,
+        ) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                added = await session.call_tool(
+                    "memory", {"action": "add", "target": "user", "content": "Alice uses MCP."}
+                )
+                text = await session.read_resource("hermes://memory/USER.md")
+                return added, text.contents[0].text
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        added, text = asyncio.run(work())
+    assert not added.isError, added.content[0].text
+    assert text == "Alice uses MCP."
+    assert any('"path": "/mcp/"' in p.text() for p in stack.asgi())

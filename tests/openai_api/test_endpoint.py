@@ -103,6 +103,14 @@ def test_models_lists_the_catalog_and_refuses_bad_tokens(live_server_url, olivia
     assert exc.value.status_code == 401 and exc.value.body["code"] == "invalid_api_key"
     with pytest.raises(openai.AuthenticationError):
         stranger.chat.completions.create(model="env", messages=[user("hi")])
+    # A token made for MCP clients and the REST API only cannot chat through /v1/.
+    _token, key = api_token_create(user=owner, name="no chat", scopes=["api", "memory:read"])
+    scoped = openai.OpenAI(base_url=f"{live_server_url}/v1", api_key=key, max_retries=0)
+    with pytest.raises(openai.PermissionDeniedError) as denied:
+        scoped.chat.completions.create(model="env", messages=[user("hi")])
+    assert denied.value.status_code == 403 and denied.value.body["code"] == "insufficient_scope"
+    assert "'chat' scope" in denied.value.body["message"]
+    assert not Session.objects.filter(owner=owner).exists()
     owner.is_active = False
     owner.save()
     with pytest.raises(openai.AuthenticationError):
