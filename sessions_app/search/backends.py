@@ -391,6 +391,13 @@ def _cjk(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> lis
     if not split.latin_part:
         return hits
     words = (_pg_words if postgres else _sqlite_words)(split.latin_part, owner_id, filters, limit)
+    if postgres:
+        # ts_rank divides by the number of distinct terms in its query (BM25 sums over
+        # them): undone, so that the two queries' scores compare.
+        for hit in hits:
+            hit.score *= len({p[0] for g in split.pieces for p in g})
+        for hit in words:
+            hit.score *= len(split.latin_part.positive_terms)
     best = {h.message_id: h for h in hits}
     for hit in words:
         if hit.message_id not in best or hit.score > best[hit.message_id].score:
