@@ -19,8 +19,9 @@ Routing (reference §5, the same on both vendors):
   which finds substrings the tokenizer split differently ("websocket" in "websockets").
 
 Ranking cost grows with the number of matches, so very common queries rank only their
-newest matches (SQLite: the owner's newest RANK_WINDOW matches, exactly; PostgreSQL: a
-recent slice sized from the planner's estimate). Specific queries are ranked in full.
+newest matches (SQLite: the newest RANK_WINDOW matches of each index, found on the index
+alone, grown while they hold too few of the owner's; PostgreSQL: a recent slice sized
+from the planner's estimate). Specific queries are ranked in full.
 
 Every statement filters by owner inside the SQL, binds every value, and excludes deleted
 sessions. Nothing raw from the user reaches the SQL text: queries are sanitised and
@@ -57,8 +58,10 @@ MESSAGE = "sessions_app_message"
 SESSION = "sessions_app_session"
 SNIPPET_TOKENS = 24
 SEARCHABLE_ROLES = ("user", "assistant", "tool")
-#: Matches ranked per query on SQLite (the owner's newest); fewer matches are all ranked.
-RANK_WINDOW = 5000
+#: Matches ranked per query and index on SQLite (the newest); fewer matches are all ranked.
+RANK_WINDOW = 2000
+#: A window with too few of the owner's matches grows this many times (see _sqlite_match).
+RANK_WINDOW_GROWTH = 8
 #: PostgreSQL: beyond this many estimated matches, rank a recent slice of about
 #: PG_RANK_WINDOW matches (see _pg_words).
 PG_BROAD_MATCHES = 20_000
@@ -226,11 +229,14 @@ def _sqlite_match(
     limit: int,
     recheck: tuple[str, list[object]] = ("", []),
 ) -> list[Hit]:
-    """BM25-ranked matches. Ranking costs a few microseconds per matching row, so a very
-    common query (say 50,000 matches) ranks only the owner's newest RANK_WINDOW matches:
-    the inner statement finds the rowid where that window starts, walking the index
-    newest-first without ranking, and the outer one ranks from there on. `recheck`, an
-    extra condition on the message row `m`, and its parameters."""
+    """BM25-ranked matches. Ranking costs several microseconds per matching row (a document
+    size lookup each) and the owner filter a message and a session lookup, so a common query
+    (say 50,000 matches) ranks only a window of the newest matches: the first statement
+    finds the rowid where the newest RANK_WINDOW matches start, on the index alone (no
+    join, no ranking), the second ranks the owner's matches from there on. A window holding
+    fewer than `limit` of the owner's matches (they are a small share of the index) grows
+    RANK_WINDOW_GROWTH times, until it covers every match. `recheck`: an extra condition
+    on the message row `m`, and its parameters."""
     where, params = _filter_sql(owner_id, filters)
     if recheck[0]:
         where = f" AND {recheck[0]}{where}"
@@ -240,15 +246,19 @@ def _sqlite_match(
         FROM {table} f
         JOIN {MESSAGE} m ON m.id = f.rowid
         JOIN {SESSION} s ON s.id = m.session_id
-        WHERE {table} MATCH %s {where}
-          AND f.rowid >= coalesce((
-            SELECT w.rowid FROM {table} w
-            JOIN {MESSAGE} m ON m.id = w.rowid
-            JOIN {SESSION} s ON s.id = m.session_id
-            WHERE {table} MATCH %s {where}
-            ORDER BY w.rowid DESC LIMIT 1 OFFSET %s), 0)
-        ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of two constants
-    return _rows_to_hits(run_read(sql, [match, *params, match, *params, RANK_WINDOW - 1, limit]))
+        WHERE {table} MATCH %s AND f.rowid >= %s {where}
+        ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of our constants
+    start = (
+        f"SELECT rowid FROM {table} WHERE {table} MATCH %s ORDER BY rowid DESC LIMIT 1 OFFSET %s"  # noqa: E501, S608
+    )
+    window = RANK_WINDOW
+    while True:
+        found = run_read(start, [match, window - 1])
+        lowest = found[0][0] if found else 0
+        rows = run_read(sql, [match, lowest, *params, limit])
+        if len(rows) >= limit or not lowest:
+            return _rows_to_hits(rows)
+        window *= RANK_WINDOW_GROWTH
 
 
 def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:

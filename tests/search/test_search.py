@@ -141,7 +141,9 @@ def test_cjk_three_or_more_characters(owner, library):
 
 
 def test_cjk_words_are_ranked_by_how_much_a_message_is_about_them(owner):
-    once = make_chat(owner, [("user", "今天开会，顺便提到部署的事情，还有很多别的安排和计划要讨论")])
+    once = make_chat(
+        owner, [("user", "今天开会，顺便提到部署的事情，还有很多别的安排和计划要讨论")]
+    )
     often = make_chat(owner, [("user", "部署失败，部署脚本要改，明天重新部署")], start=30)
     make_chat(owner, [("user", "午饭吃什么")], start=60)  # newest, unrelated
     assert ids(search(owner, "部署")) == [often.id, once.id]
@@ -152,9 +154,10 @@ def test_a_cjk_word_needs_its_characters_together(owner):
     apart = make_chat(owner, [("user", "方案回去再滚动一下")], start=30)  # 回 滚 apart
     assert ids(search(owner, "回滚")) == [together.id]
     assert ids(search(owner, "滚方案")) == [together.id]  # bigrams 滚方 方案, in order
-    assert ids(search(owner, "滚")) == [together.id, apart.id] or set(
-        ids(search(owner, "滚"))
-    ) == {together.id, apart.id}  # one character: a prefix of its gram
+    assert ids(search(owner, "滚")) == [together.id, apart.id] or set(ids(search(owner, "滚"))) == {
+        together.id,
+        apart.id,
+    }  # one character: a prefix of its gram
 
 
 def test_latin_words_written_inside_chinese_are_found(owner):
@@ -349,9 +352,7 @@ def test_unranked_hits_group_by_count_then_first_appearance():
     assert list(group_hits(hits, roots={"c": "a"}, limit=5)) == ["a", "b"]
 
 
-def test_sqlite_ranks_only_the_owners_newest_matches_of_a_very_common_query(
-    owner, outsider, monkeypatch
-):
+def test_sqlite_ranks_only_the_newest_matches_of_a_very_common_query(owner, outsider, monkeypatch):
     from django.db import connection
 
     from sessions_app.search import backends
@@ -359,14 +360,21 @@ def test_sqlite_ranks_only_the_owners_newest_matches_of_a_very_common_query(
     if connection.vendor != "sqlite":
         pytest.skip("the rank window is how SQLite keeps common queries fast")
     monkeypatch.setattr(backends, "RANK_WINDOW", 2)
+    monkeypatch.setattr(backends, "RANK_WINDOW_GROWTH", 8)
     oldest = make_chat(owner, [("user", "heron heron heron heron")], start=0)
-    middle = make_chat(owner, [("user", "heron once, among many other words here")], start=10)
-    newest = make_chat(owner, [("user", "a heron again")], start=20)
-    for i in range(5):  # newer matches of someone else never take the owner's window
+    weaker = make_chat(
+        owner, [("user", f"a heron among many other words, number {i}") for i in range(20)]
+    )
+    for i in range(5):  # the newest matches are someone else's: the window grows past them
         make_chat(outsider, [("user", "heron")], start=30 + i)
-    assert set(ids(search(owner, "heron"))) == {middle.id, newest.id}
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=3)
+    assert len(page.hits) == 3  # from the 16 newest matches: 11 of the owner's
+    assert {h.session_id for h in page.hits} == {weaker.id}
     monkeypatch.setattr(backends, "RANK_WINDOW", 5000)
-    assert ids(search(owner, "heron"))[0] == oldest.id  # the best match, once it is ranked
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=3)
+    assert page.hits[0].session_id == oldest.id  # the best match, once it is ranked
+    page = find_hits(owner_id=outsider.pk, query=parse_query("heron"), limit=50)
+    assert len(page.hits) == 5  # never another user's
 
 
 def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypatch):
