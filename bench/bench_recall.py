@@ -126,7 +126,8 @@ def _pg_exact(parsed: Any, owner_id: int, filters: Any) -> list[Any]:
     expr, qparams = backends.pg_tsquery(parsed)
     where, params = backends._filter_sql(owner_id, filters)
     sql = f"""
-        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query)
+        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query),
+               m.active
         FROM sessions_app_message m JOIN sessions_app_session s ON s.id = m.session_id
         CROSS JOIN (SELECT {expr} AS query) q
         WHERE m.search_vector @@ q.query {where}

@@ -7,11 +7,12 @@ conversations for the labelled queries. Almost all belong to one user (the worst
 that user's searches); a second user owns the rest, so the owner filter is really applied.
 
 Figures:
-- index build time: SQLite — the FTS5 tables (unicode61, porter, trigram, titles) built
-  with 'rebuild' after a trigger-less bulk load; PostgreSQL — the generated tsvector
-  columns ('simple' and 'english'), their GIN indexes, the title index and the pg_trgm
-  index, created after COPY;
-- the stemmed index's own size (`stem_index_bytes`, SQLite; `stem_gin_index_bytes`);
+- index build time: SQLite — the FTS5 tables (unicode61, porter, trigram, CJK grams,
+  titles) built after a trigger-less bulk load; PostgreSQL — the generated tsvector
+  columns ('simple', 'english' and the CJK grams), their GIN indexes, the title index and
+  the pg_trgm index, created after COPY;
+- the stemmed and the CJK index's own sizes (`stem_index_bytes`, `cjk_index_bytes`,
+  SQLite; `stem_gin_index_bytes`, `cjk_gin_index_bytes` and `cjk_column_bytes`);
 - database size before/after the indexes (overhead);
 - p50/p95 per typical query of the retrieval stage (`find_hits`) and of the whole search
   without summaries (`search_conversations`: retrieval + grouping + snippets), side by
@@ -138,9 +139,10 @@ def load_and_index(vendor: str, owner_id: int, outsider_id: int) -> dict[str, An
                 cursor.execute(statement)
             figures["index_build_s"] = round(time.perf_counter() - started, 1)
             cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
-            for table in ("messages_fts_trigram", "messages_fts_stem"):
+            for table in ("messages_fts_trigram", "messages_fts_stem", "messages_fts_cjk"):
                 cursor.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
             figures["stem_index_bytes"] = _sqlite_table_bytes("messages_fts_stem")
+            figures["cjk_index_bytes"] = _sqlite_table_bytes("messages_fts_cjk")
             cursor.execute("ANALYZE")
             after = _sqlite_size()
             figures["db_bytes_before_index"] = before
@@ -162,10 +164,14 @@ def load_and_index(vendor: str, owner_id: int, outsider_id: int) -> dict[str, An
             cursor.execute(
                 "SELECT pg_relation_size('message_search_vector_idx'),"
                 " pg_relation_size('message_content_trgm_idx'),"
-                " pg_relation_size('message_stem_vector_idx')"
+                " pg_relation_size('message_stem_vector_idx'),"
+                " pg_relation_size('message_cjk_vector_idx'),"
+                " (SELECT sum(pg_column_size(cjk_vector)) FROM sessions_app_message)"
             )
-            gin, trgm, stem_gin = cursor.fetchone()
+            gin, trgm, stem_gin, cjk_gin, cjk_column = cursor.fetchone()
             figures["stem_gin_index_bytes"] = stem_gin
+            figures["cjk_gin_index_bytes"] = cjk_gin
+            figures["cjk_column_bytes"] = int(cjk_column or 0)
             figures["db_bytes_before_index"] = before["total"]
             figures["db_bytes_after_index"] = after["total"]
             figures["tsvector_column_bytes"] = after["heap"] - before["heap"]

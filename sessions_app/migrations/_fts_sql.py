@@ -125,10 +125,105 @@ SQLITE_STEM_REVERSE = [
     "DROP TABLE IF EXISTS messages_fts_stem",
 ]
 
+# --- the CJK gram index (migration 0011) ----------------------------------------------------
+# Chinese is written without spaces and most of its words have two characters, fewer than a
+# trigram. Every message with CJK text is indexed as its CJK *grams*: for each CJK character
+# the pair it starts (a bigram), or the character alone where the run of CJK ends. "部署到生产"
+# gives 部署 署到 到生 生产 产. The rest of the text stays as it is, so the Latin words of such
+# a message are in this index too ("把Kafka部署" is one word to unicode61, here it is 把
+# kafka 部署 署). A 2-character word is one token, a longer one the AND of its bigrams, a
+# single character a prefix; the search rechecks the exact substring on the candidates
+# (see search/backends.py). SQLite builds the grams in plain SQL (no CTE is allowed in a
+# trigger): a helper table of positions cuts the text into 64-character chunks (substr()
+# walks UTF-8 from the start, so one pass per character would cost the square of the
+# length) and each chunk into characters, in order ("LIMIT -1" keeps SQLite from
+# flattening the chunks into the outer join, which would cut each chunk again for every
+# character). Only the first CJK_CHARS characters are indexed (tool output: TOOL_TEXT's
+# 8,192); messages without CJK are not in this index at all.
+
+CJK_CHARS = 65536
+CJK_CHUNK = 64
+# Code points: kana, CJK extension A + unified ideographs, hangul, compatibility
+# ideographs, extension B (CJK punctuation is not a word character and is left out).
+CJK_CODE_RANGES = (
+    (0x3040, 0x30FF),
+    (0x3400, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2A6DF),
+)
+CJK_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_CODE_RANGES) + "]"
+
+
+def _is_cjk_sql(code: str) -> str:
+    return "(" + " OR ".join(f"{code} BETWEEN {lo} AND {hi}" for lo, hi in CJK_CODE_RANGES) + ")"
+
+
+def _sqlite_grams(text: str) -> str:
+    """A scalar subquery: `text` (an SQL expression) with each CJK character replaced by
+    its gram between spaces; everything else as it was, in order."""
+    here = "unicode(substr(ch.s, p.n, 1))"
+    after = "unicode(substr(ch.s, p.n + 1, 1))"
+    return f"""(SELECT group_concat(CASE WHEN {_is_cjk_sql(here)}
+            THEN ' ' || substr(ch.s, p.n, CASE WHEN {_is_cjk_sql(after)} THEN 2 ELSE 1 END) || ' '
+            ELSE substr(ch.s, p.n, 1) END, '')
+        FROM (SELECT substr({text}, k.n * {CJK_CHUNK} - {CJK_CHUNK - 1}, {CJK_CHUNK + 1}) AS s
+              FROM messages_fts_positions k
+              WHERE k.n <= (min(length({text}), {CJK_CHARS}) + {CJK_CHUNK - 1}) / {CJK_CHUNK}
+              LIMIT -1) ch
+        JOIN messages_fts_positions p ON p.n <= min({CJK_CHUNK}, length(ch.s)))"""
+
+
+def _sqlite_has_cjk(text: str) -> str:
+    return f"{text} GLOB '*{CJK_CLASS}*'"
+
+
+SQLITE_CJK_FORWARD = [
+    "CREATE TABLE IF NOT EXISTS messages_fts_positions (n INTEGER PRIMARY KEY)",
+    f"""WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {CJK_CHARS // CJK_CHUNK})
+        INSERT OR IGNORE INTO messages_fts_positions(n) SELECT n FROM r""",
+    # Contentless: the grams are never shown (snippets come from the message text).
+    """CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts_cjk USING fts5(
+        grams, content='', tokenize='unicode61')""",
+    f"""CREATE TRIGGER IF NOT EXISTS messages_fts_cjk_insert AFTER INSERT ON {MESSAGE}
+        WHEN {_sqlite_has_cjk(_projection("new"))} BEGIN
+        INSERT INTO messages_fts_cjk(rowid, grams)
+            VALUES (new.id, {_sqlite_grams(_projection("new"))});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS messages_fts_cjk_delete AFTER DELETE ON {MESSAGE}
+        WHEN {_sqlite_has_cjk(_projection("old"))} BEGIN
+        INSERT INTO messages_fts_cjk(messages_fts_cjk, rowid, grams)
+            VALUES ('delete', old.id, {_sqlite_grams(_projection("old"))});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS messages_fts_cjk_update AFTER UPDATE OF content, role
+        ON {MESSAGE}
+        WHEN old.content IS NOT new.content OR old.role IS NOT new.role
+    BEGIN
+        INSERT INTO messages_fts_cjk(messages_fts_cjk, rowid, grams)
+            SELECT 'delete', old.id, {_sqlite_grams(_projection("old"))}
+            WHERE {_sqlite_has_cjk(_projection("old"))};
+        INSERT INTO messages_fts_cjk(rowid, grams)
+            SELECT new.id, {_sqlite_grams(_projection("new"))}
+            WHERE {_sqlite_has_cjk(_projection("new"))};
+    END""",
+    # The rows already there (a database migrated with data in it).
+    "INSERT INTO messages_fts_cjk(messages_fts_cjk) VALUES ('delete-all')",
+    f"""INSERT INTO messages_fts_cjk(rowid, grams)
+        SELECT m.id, {_sqlite_grams(_projection("m"))} FROM {MESSAGE} m
+        WHERE {_sqlite_has_cjk(_projection("m"))}""",
+]
+SQLITE_CJK_REVERSE = [
+    "DROP TRIGGER IF EXISTS messages_fts_cjk_update",
+    "DROP TRIGGER IF EXISTS messages_fts_cjk_delete",
+    "DROP TRIGGER IF EXISTS messages_fts_cjk_insert",
+    "DROP TABLE IF EXISTS messages_fts_cjk",
+    "DROP TABLE IF EXISTS messages_fts_positions",
+]
+
 #: Every message-table FTS object as of now: what a migration that makes SQLite rebuild the
 #: message table drops first (SQLITE_REVERSE) and re-creates afterwards (SQLITE_FORWARD).
-SQLITE_FORWARD = SQLITE_WORDS_FORWARD + SQLITE_STEM_FORWARD
-SQLITE_REVERSE = SQLITE_STEM_REVERSE + SQLITE_WORDS_REVERSE
+SQLITE_FORWARD = SQLITE_WORDS_FORWARD + SQLITE_STEM_FORWARD + SQLITE_CJK_FORWARD
+SQLITE_REVERSE = SQLITE_CJK_REVERSE + SQLITE_STEM_REVERSE + SQLITE_WORDS_REVERSE
 
 SESSION = "sessions_app_session"
 # Conversation titles, exact and stemmed in one table (two columns would double the
@@ -175,9 +270,34 @@ POSTGRES_STEM_REVERSE = [
     "DROP INDEX IF EXISTS message_stem_vector_idx",
     f"ALTER TABLE {MESSAGE} DROP COLUMN IF EXISTS stem_vector",
 ]
+# PostgreSQL: the same grams (string_to_array splits into characters in one pass) in a
+# stored 'simple' tsvector, NULL for messages without CJK, with a GIN index.
+_PG_IS_CJK = _is_cjk_sql("ascii({c})")
+POSTGRES_CJK_FORWARD = [
+    f"""CREATE OR REPLACE FUNCTION hermes_cjk_grams(body text) RETURNS text
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT string_agg(CASE WHEN NOT {_PG_IS_CJK.format(c="c")} THEN c
+                               WHEN {_PG_IS_CJK.format(c="nx")} THEN ' ' || c || nx || ' '
+                               ELSE ' ' || c || ' ' END, '' ORDER BY i)
+        FROM (SELECT c, i, lead(c) OVER (ORDER BY i) AS nx
+              FROM unnest(string_to_array(left(body, {CJK_CHARS}), NULL))
+                   WITH ORDINALITY AS t(c, i)) x
+    $$""",
+    f"""ALTER TABLE {MESSAGE} ADD COLUMN IF NOT EXISTS cjk_vector tsvector
+        GENERATED ALWAYS AS (CASE WHEN content ~ '{CJK_CLASS}' THEN to_tsvector('simple'::regconfig,
+            hermes_cjk_grams(CASE WHEN role = 'tool' THEN left(content, 8192) ELSE content END))
+        END) STORED""",
+    f"CREATE INDEX IF NOT EXISTS message_cjk_vector_idx ON {MESSAGE} USING GIN (cjk_vector)",
+]
+POSTGRES_CJK_REVERSE = [
+    "DROP INDEX IF EXISTS message_cjk_vector_idx",
+    f"ALTER TABLE {MESSAGE} DROP COLUMN IF EXISTS cjk_vector",
+    "DROP FUNCTION IF EXISTS hermes_cjk_grams(text)",
+]
+
 #: Every PostgreSQL search object as of now (the benchmark drops and builds them all).
-POSTGRES_FORWARD = POSTGRES_WORDS_FORWARD + POSTGRES_STEM_FORWARD
-POSTGRES_REVERSE = POSTGRES_STEM_REVERSE + POSTGRES_WORDS_REVERSE
+POSTGRES_FORWARD = POSTGRES_WORDS_FORWARD + POSTGRES_STEM_FORWARD + POSTGRES_CJK_FORWARD
+POSTGRES_REVERSE = POSTGRES_CJK_REVERSE + POSTGRES_STEM_REVERSE + POSTGRES_WORDS_REVERSE
 
 
 class VendorRunSQL(migrations.RunSQL):

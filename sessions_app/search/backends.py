@@ -6,17 +6,22 @@ Routing (reference §5, the same on both vendors):
   `porter unicode61` (BM25), on PostgreSQL the 'simple' and 'english' tsvector columns
   (`ts_rank`). A message scores its stemmed score plus EXACT_WEIGHT times its exact one, so
   "camping" finds "camped" while a message with the very words typed still comes first.
-- CJK with at least 3 CJK characters, every term at least 3 characters → the trigram index
-  (FTS5 trigram; on PostgreSQL `ILIKE` served by the pg_trgm index).
-- Shorter CJK, or an explicit search in tool output for CJK → an escaped LIKE scan.
-- A query of symbols only (an emoji: "🦆") takes the CJK paths: trigram when it has at
-  least 3 characters, else LIKE.
+- CJK (Chinese, Japanese, Korean words) → the CJK gram index, ranked (FTS5 BM25 over
+  `messages_fts_cjk`; PostgreSQL `ts_rank` over `cjk_vector`): every CJK term, whatever
+  its length, is looked up by its character bigrams (search/cjk.py), Latin words as words,
+  and the candidates are rechecked for the exact substrings. That index holds only
+  messages with CJK text: groups of Latin words only in such a query ("kafka OR 部署") are
+  ranked by the word indexes too, and a message found by both keeps its better score.
+- A query of symbols only (an emoji: "🦆") → the trigram index (FTS5 trigram; on
+  PostgreSQL `ILIKE` served by the pg_trgm index) when it has at least 3 characters, else
+  an escaped LIKE scan; so does CJK punctuation with no CJK word.
 - A Latin query with no hits is retried on the trigram index (every term ≥3 characters),
   which finds substrings the tokenizer split differently ("websocket" in "websockets").
 
 Ranking cost grows with the number of matches, so very common queries rank only their
-newest matches (SQLite: the owner's newest RANK_WINDOW matches, exactly; PostgreSQL: a
-recent slice sized from the planner's estimate). Specific queries are ranked in full.
+newest matches (SQLite: the newest RANK_WINDOW matches of each index, found on the index
+alone, grown while they hold too few of the owner's; PostgreSQL: a recent slice sized
+from the planner's estimate). Specific queries are ranked in full.
 
 Every statement filters by owner inside the SQL, binds every value, and excludes deleted
 sessions. Nothing raw from the user reaches the SQL text: queries are sanitised and
@@ -34,6 +39,7 @@ from datetime import datetime
 from django.db import DatabaseError, connection, transaction
 
 from ..selectors import escape_like
+from .cjk import split_for_grams
 from .hits import (
     MARK_END,
     MARK_START,
@@ -52,8 +58,10 @@ MESSAGE = "sessions_app_message"
 SESSION = "sessions_app_session"
 SNIPPET_TOKENS = 24
 SEARCHABLE_ROLES = ("user", "assistant", "tool")
-#: Matches ranked per query on SQLite (the owner's newest); fewer matches are all ranked.
-RANK_WINDOW = 5000
+#: Matches ranked per query and index on SQLite (the newest); fewer matches are all ranked.
+RANK_WINDOW = 2000
+#: A window with too few of the owner's matches grows this many times (see _sqlite_match).
+RANK_WINDOW_GROWTH = 8
 #: PostgreSQL: beyond this many estimated matches, rank a recent slice of about
 #: PG_RANK_WINDOW matches (see _pg_words).
 PG_BROAD_MATCHES = 20_000
@@ -213,26 +221,44 @@ def pg_tsquery(query: ParsedQuery, config: str = "simple") -> tuple[str, list[ob
 # --- SQLite ---------------------------------------------------------------------------------
 
 
-def _sqlite_match(table: str, match: str, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
-    """BM25-ranked matches. Ranking costs a few microseconds per matching row, so a very
-    common query (say 50,000 matches) ranks only the owner's newest RANK_WINDOW matches:
-    the inner statement finds the rowid where that window starts, walking the index
-    newest-first without ranking, and the outer one ranks from there on."""
+def _sqlite_match(
+    table: str,
+    match: str,
+    owner_id: int,
+    filters: Filters,
+    limit: int,
+    recheck: tuple[str, list[object]] = ("", []),
+) -> list[Hit]:
+    """BM25-ranked matches. Ranking costs several microseconds per matching row (a document
+    size lookup each) and the owner filter a message and a session lookup, so a common query
+    (say 50,000 matches) ranks only a window of the newest matches: the first statement
+    finds the rowid where the newest RANK_WINDOW matches start, on the index alone (no
+    join, no ranking), the second ranks the owner's matches from there on. A window holding
+    fewer than `limit` of the owner's matches (they are a small share of the index) grows
+    RANK_WINDOW_GROWTH times, until it covers every match. `recheck`: an extra condition
+    on the message row `m`, and its parameters."""
     where, params = _filter_sql(owner_id, filters)
+    if recheck[0]:
+        where = f" AND {recheck[0]}{where}"
+        params = [*recheck[1], *params]
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, -f.rank, m.active
         FROM {table} f
         JOIN {MESSAGE} m ON m.id = f.rowid
         JOIN {SESSION} s ON s.id = m.session_id
-        WHERE {table} MATCH %s {where}
-          AND f.rowid >= coalesce((
-            SELECT w.rowid FROM {table} w
-            JOIN {MESSAGE} m ON m.id = w.rowid
-            JOIN {SESSION} s ON s.id = m.session_id
-            WHERE {table} MATCH %s {where}
-            ORDER BY w.rowid DESC LIMIT 1 OFFSET %s), 0)
-        ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of two constants
-    return _rows_to_hits(run_read(sql, [match, *params, match, *params, RANK_WINDOW - 1, limit]))
+        WHERE {table} MATCH %s AND f.rowid >= %s {where}
+        ORDER BY f.rank LIMIT %s"""  # noqa: S608 - table is one of our constants
+    start = (
+        f"SELECT rowid FROM {table} WHERE {table} MATCH %s ORDER BY rowid DESC LIMIT 1 OFFSET %s"  # noqa: E501, S608
+    )
+    window = RANK_WINDOW
+    while True:
+        found = run_read(start, [match, window - 1])
+        lowest = found[0][0] if found else 0
+        rows = run_read(sql, [match, lowest, *params, limit])
+        if len(rows) >= limit or not lowest:
+            return _rows_to_hits(rows)
+        window *= RANK_WINDOW_GROWTH
 
 
 def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
@@ -304,7 +330,7 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
         CROSS JOIN (SELECT {exact} AS exact, {stem} AS stem) q
         WHERE (m.search_vector @@ q.exact OR m.stem_vector @@ q.stem) {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - expr holds placeholders only
-    lowest = _pg_window_start(exact, exact_params)
+    lowest = _pg_window_start("search_vector", exact, exact_params)
     head = [EXACT_WEIGHT, *qparams, *params]
     if lowest is not None:
         rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
@@ -313,10 +339,11 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
     return _rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
 
 
-def _pg_window_start(expr: str, qparams: list[object]) -> int | None:
-    """The lowest message id of the recent slice to rank, or None to rank everything."""
+def _pg_window_start(column: str, expr: str, qparams: list[object]) -> int | None:
+    """The lowest message id of the recent slice to rank, or None to rank everything.
+    `column`: the tsvector column that `expr` (a tsquery) is matched against."""
     plan = run_read(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE m.search_vector @@ {expr}",  # noqa: S608
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE m.{column} @@ {expr}",  # noqa: S608
         qparams,
     )
     if not plan:
@@ -356,7 +383,74 @@ def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
             hit.snippet = parse_marked(text)
 
 
+# --- CJK grams -------------------------------------------------------------------------------
+
+
+def _cjk(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
+    """Ranked matches of the CJK gram index, rechecked for the exact substrings, fused
+    with the word indexes' matches of the query's Latin-only groups (module docstring)."""
+    split = split_for_grams(query)
+    postgres = connection.vendor == "postgresql"
+    recheck = _like_condition(
+        split.query, columns=("m.content",), operator=_like_operator(split.query)
+    )
+    if postgres:
+        hits = _pg_grams(split.tsquery(), recheck, owner_id, filters, limit)
+    else:
+        hits = _sqlite_match("messages_fts_cjk", split.fts5(), owner_id, filters, limit, recheck)
+    if not split.latin_part:
+        return hits
+    words = (_pg_words if postgres else _sqlite_words)(split.latin_part, owner_id, filters, limit)
+    if postgres:
+        # ts_rank divides by the number of distinct terms in its query (BM25 sums over
+        # them): undone, so that the two queries' scores compare.
+        for hit in hits:
+            hit.score *= len({p[0] for g in split.pieces for p in g})
+        for hit in words:
+            hit.score *= len(split.latin_part.positive_terms)
+    best = {h.message_id: h for h in hits}
+    for hit in words:
+        if hit.message_id not in best or hit.score > best[hit.message_id].score:
+            best[hit.message_id] = hit
+    return sorted(best.values(), key=lambda h: (-h.score, -h.message_id))[:limit]
+
+
+def _pg_grams(
+    tsquery: str,
+    recheck: tuple[str, list[object]],
+    owner_id: int,
+    filters: Filters,
+    limit: int,
+) -> list[Hit]:
+    """Matches of `cjk_vector`, ranked by ts_rank; a very common query ranks a recent
+    slice first, as _pg_words does."""
+    where, params = _filter_sql(owner_id, filters)
+    sql = f"""
+        SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.cjk_vector, q.query), m.active
+        FROM {MESSAGE} m
+        JOIN {SESSION} s ON s.id = m.session_id
+        CROSS JOIN (SELECT to_tsquery('simple', %s) AS query) q
+        WHERE m.cjk_vector @@ q.query AND {recheck[0]} {where} {{window}}
+        ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - placeholders only
+    head = [tsquery, *recheck[1], *params]
+    lowest = _pg_window_start("cjk_vector", "to_tsquery('simple', %s)", [tsquery])
+    if lowest is not None:
+        rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
+        if len(rows) >= limit:
+            return _rows_to_hits(rows)
+    return _rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
+
+
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------
+
+
+def _like_operator(query: ParsedQuery) -> str:
+    """SQLite's LIKE already ignores ASCII case. On PostgreSQL ILIKE is needed for cased
+    scripts (and pg_trgm serves both); text without case (CJK) takes the cheaper LIKE."""
+    if connection.vendor != "postgresql":
+        return "LIKE"
+    caseless = all(t.text.lower() == t.text.upper() for g in query.groups for t in g)
+    return "LIKE" if caseless else "ILIKE"
 
 
 def _like(
@@ -371,12 +465,7 @@ def _like(
         columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls::text, '')")
     else:
         columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls, '')")
-    # SQLite's LIKE already ignores ASCII case. On PostgreSQL ILIKE is needed for cased
-    # scripts (and pg_trgm serves both); text without case (CJK) takes the cheaper LIKE.
-    caseless = all(t.text.lower() == t.text.upper() for g in query.groups for t in g)
-    condition, cparams = _like_condition(
-        query, columns=columns, operator="ILIKE" if postgres and not caseless else "LIKE"
-    )
+    condition, cparams = _like_condition(query, columns=columns, operator=_like_operator(query))
     where, params = _filter_sql(owner_id, filters)
     # The literal role test lets PostgreSQL use the partial trigram index.
     extra = " AND m.role <> 'tool'" if content_only else ""
@@ -420,10 +509,12 @@ def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: boo
 
 
 def choose_route(query: ParsedQuery, filters: Filters) -> str:
-    """ "words", "trigram" or "like" for a non-empty query (see the module docstring)."""
+    """ "words", "cjk", "trigram" or "like" for a non-empty query (module docstring)."""
     if not query.has_cjk and not query.has_symbols:
         return "words"
-    # CJK and emoji: substrings, which no word index holds.
+    if query.has_cjk and split_for_grams(query).has_grams:
+        return "cjk"
+    # Emoji and CJK punctuation: substrings, which no word index holds.
     terms = [t for g in query.groups for t in g if contains_cjk(t.text) or is_symbol_term(t.text)]
     trigram_ok = (
         sum(cjk_count(t.text) if contains_cjk(t.text) else len(t.text) for t in terms) >= 3
@@ -456,6 +547,8 @@ def find_hits(
         route = "words+trigram"
         hits = _trigram(query, owner_id, filters, limit)
         return HitPage(route=route, hits=hits)
+    if route == "cjk":
+        return HitPage(route=route, hits=_cjk(query, owner_id, filters, limit))
     if route == "trigram":
         return HitPage(route=route, hits=_trigram(query, owner_id, filters, limit))
     return HitPage(route="like", hits=_like(query, owner_id, filters, limit, content_only=False))

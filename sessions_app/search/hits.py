@@ -211,5 +211,5 @@ class Hit:
 
 @dataclass(slots=True)
 class HitPage:
-    route: str  # "words", "trigram", "like", "words+trigram" (retry) or "none"
+    route: str  # "words", "cjk", "trigram", "like", "words+trigram" (retry) or "none"
     hits: list[Hit] = field(default_factory=list)

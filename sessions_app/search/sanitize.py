@@ -240,6 +240,20 @@ class ParsedQuery:
     def all_terms_at_least(self, length: int) -> bool:
         return all(len(t.text) >= length for g in self.groups for t in g)
 
+    @classmethod
+    def of_groups(cls, groups: list[tuple[Term, ...]]) -> ParsedQuery:
+        """The query made of some of another query's groups (each with a positive term)."""
+        fts = " OR ".join(
+            " ".join(_term_fts(t) for t in sorted(g, key=lambda t: t.negated)) for g in groups
+        )
+        return cls(fts=fts, groups=tuple(groups))
+
+
+def _term_fts(term: Term) -> str:
+    bare = not term.phrase and _is_bareword(term.text) and term.text not in OPERATORS
+    text = term.text if bare else _quote(term.text)
+    return ("NOT " if term.negated else "") + text + ("*" if term.prefix else "")
+
 
 def parse_query(text: str) -> ParsedQuery:
     """Sanitise `text` and split it into groups: OR separates groups, NOT negates the next

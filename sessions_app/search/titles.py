@@ -2,14 +2,17 @@
 
 Titles are matched with stems (SQLite: the `sessions_title_fts` porter table; PostgreSQL:
 `to_tsvector('english', title)`, served by an expression index), inside the SQL scoped to
-one owner, deleted conversations excluded. Latin words only: CJK and emoji queries take
-the substring routes, where a title adds nothing the messages do not.
+one owner, deleted conversations excluded. A query with CJK words matches titles by
+substring instead ("旅行" in "Granada旅行"), scored by how many of its terms a title holds:
+a person has few enough conversations that their titles are scanned, not indexed. Emoji
+queries do not look at titles.
 """
 
 from __future__ import annotations
 
 from django.db import connection
 
+from ..selectors import escape_like
 from .backends import Filters, pg_tsquery, run_read
 from .hits import Hit, as_datetime
 from .sanitize import ParsedQuery
@@ -25,11 +28,13 @@ def title_scores(*, owner_id: int, query: ParsedQuery, filters: Filters) -> dict
 
     A role filter means "messages by this role": titles do not apply then.
     """
-    if not query or query.has_cjk or query.has_symbols or filters.roles:
+    if not query or query.has_symbols or filters.roles:
         return {}
     exclude = sorted(filters.exclude_session_ids)
     not_in = f" AND s.id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
-    if connection.vendor == "postgresql":
+    if query.has_cjk:
+        rows = _substring_titles(query, owner_id, not_in, exclude)
+    elif connection.vendor == "postgresql":
         expr, params = pg_tsquery(query, "english")
         if not expr:
             return {}
@@ -50,6 +55,22 @@ def title_scores(*, owner_id: int, query: ParsedQuery, filters: Filters) -> dict
             ORDER BY t.rank LIMIT %s"""  # noqa: S608 - placeholders only
         rows = run_read(sql, [query.fts, owner_id, *exclude, TITLE_ROWS])
     return {row[0]: float(row[1] or 0.0) or 1e-6 for row in rows}
+
+
+def _substring_titles(
+    query: ParsedQuery, owner_id: int, not_in: str, exclude: list[str]
+) -> list[tuple]:
+    terms = query.positive_terms
+    operator = "ILIKE" if connection.vendor == "postgresql" else "LIKE"
+    test = f"s.title {operator} %s ESCAPE '\\'"
+    patterns = [f"%{escape_like(t)}%" for t in terms]
+    score = " + ".join(f"CASE WHEN {test} THEN 1 ELSE 0 END" for _ in terms)
+    sql = f"""
+        SELECT s.id, {score} FROM sessions_app_session s
+        WHERE s.owner_id = %s AND s.end_reason <> 'deleted' AND s.title IS NOT NULL
+          AND ({" OR ".join([test] * len(terms))}){not_in}
+        ORDER BY 2 DESC, s.started_at DESC LIMIT %s"""  # noqa: S608 - placeholders only
+    return run_read(sql, [*patterns, owner_id, *patterns, *exclude, TITLE_ROWS])
 
 
 def title_only_hits(session_ids: list[str]) -> list[Hit]:

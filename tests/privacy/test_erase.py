@@ -253,6 +253,27 @@ def test_after_deletion_the_persons_text_is_in_no_byte_of_the_database_redis_or_
     assert files_bytes(var_export_dir) == b""
 
 
+@pytest.mark.django_db(transaction=True)
+def test_after_deletion_the_persons_chinese_text_is_in_no_byte_of_the_database(owner, outsider):
+    from sessions_app.models import Message
+
+    if connection.vendor != "sqlite":
+        pytest.skip("byte-level check of the SQLite file (PostgreSQL is VACUUMed by a task)")
+    mine = Session.objects.create(owner=owner)
+    Message.objects.create(session=mine, role="user", content="鹦鹉螺号的秘密航线")
+    theirs = Session.objects.create(owner=outsider)
+    Message.objects.create(session=theirs, role="user", content="麒麟书院的藏书目录")
+    # The CJK index stores pairs of characters: every pair must go too.
+    markers = [g.encode() for g in ("鹦鹉", "鹉螺", "螺号", "秘密航线", "航线")]
+    assert [m for m in markers if m not in sqlite_bytes()] == []
+
+    account_erase(user=owner, password=PASSWORD)
+
+    db = sqlite_bytes()
+    assert [m.decode() for m in markers if m in db] == []
+    assert "麒麟".encode() in db  # the other person's text and grams are intact
+
+
 def crashed_build(user) -> None:
     """An export build killed at 90 % (kill -9: no clean-up runs): its working directory,
     with the person's conversations in state.db, and its partial zip stay behind."""

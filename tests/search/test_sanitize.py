@@ -171,3 +171,22 @@ def test_output_is_always_valid_fts5(raw):
 def test_an_operator_word_with_a_prefix_star_is_quoted_not_an_operator():
     # Found by the fuzz test: `AND*` reached FTS5 as the AND operator ("syntax error").
     assert sanitize_fts5_query("AND*0_0") == '"AND"* "0_0"'
+
+
+# --- CJK grams ------------------------------------------------------------------------------
+
+
+def test_a_cjk_term_becomes_its_bigrams_and_a_single_character_a_prefix():
+    from sessions_app.search.cjk import split_for_grams, term_pieces
+    from sessions_app.search.sanitize import Term
+
+    assert term_pieces(Term("部署")) == [("部署", False, True)]
+    assert term_pieces(Term("数据库")) == [("数据", False, True), ("据库", False, True)]
+    assert term_pieces(Term("谁")) == [("谁", True, True)]
+    assert term_pieces(Term("Kafka部署")) == [("Kafka", False, False), ("部署", False, True)]
+    assert term_pieces(Term("kuber", prefix=True)) == [("kuber", True, False)]
+    split = split_for_grams(parse_query("kafka OR 部署 NOT 回滚"))
+    assert split.fts5() == '("kafka") OR ("部署")'  # a NOT is left to the recheck
+    assert split.tsquery() == "('kafka') | ('部署')"
+    assert split.latin_part.fts == "kafka"
+    assert split.query.fts == "kafka OR 部署 NOT 回滚"

@@ -31,20 +31,25 @@ def search(owner, query, **kw):
     ("query", "route"),
     [
         ("deploy script", "words"),
-        ("部署", "like"),  # 2 CJK characters
-        ("部署脚本", "trigram"),
-        ("部署脚本 问题", "like"),  # one CJK term has only 2 characters
-        ("部署脚本 nginx", "trigram"),
-        ("部署脚本 ok", "like"),  # a 2-character Latin term cannot use trigrams
-        ("데이터베이스", "trigram"),
+        ("部署", "cjk"),  # 2 CJK characters
+        ("谁", "cjk"),
+        ("部署脚本", "cjk"),
+        ("部署脚本 问题", "cjk"),
+        ("kafka OR 部署", "cjk"),
+        ("部署脚本 ok", "cjk"),
+        ("데이터베이스", "cjk"),
+        ("🦆", "like"),
+        ("🦆🦆🦆", "trigram"),
     ],
 )
 def test_routing(query, route):
     assert choose_route(parse_query(query), Filters()) == route
 
 
-def test_cjk_search_in_tool_output_scans():
-    assert choose_route(parse_query("部署脚本"), Filters(roles=("tool",))) == "like"
+def test_cjk_search_in_tool_output_is_ranked_too(owner):
+    chat = make_chat(owner, [("user", "run it"), ("tool", "部署完成，没有错误")])
+    result = search(owner, "部署", roles=("tool",))
+    assert result.route == "cjk" and ids(result) == [chat.id]
 
 
 # --- words --------------------------------------------------------------------------------
@@ -120,19 +125,54 @@ def test_latin_query_with_no_word_hits_retries_on_trigrams(owner, library):
 def test_cjk_two_characters_inside_a_sentence(owner, library):
     *_, chinese = library
     result = search(owner, "部署")
-    assert result.route == "like"
+    assert result.route == "cjk"
     assert ids(result) == [chinese.id]
     snippet = result.conversations[0].hits[0].snippet
     assert [snippet.text[s:e] for s, e in snippet.highlights] == ["部署"]
 
 
-def test_cjk_three_or_more_characters_use_trigrams(owner, library):
+def test_cjk_three_or_more_characters(owner, library):
     *_, chinese = library
     result = search(owner, "部署脚本")
-    assert result.route == "trigram"
+    assert result.route == "cjk"
     assert ids(result) == [chinese.id]
     assert ids(search(owner, "数据库迁移")) == [chinese.id]
     assert ids(search(owner, "部署文档")) == []
+
+
+def test_cjk_words_are_ranked_by_how_much_a_message_is_about_them(owner):
+    once = make_chat(
+        owner, [("user", "今天开会，顺便提到部署的事情，还有很多别的安排和计划要讨论")]
+    )
+    often = make_chat(owner, [("user", "部署失败，部署脚本要改，明天重新部署")], start=30)
+    make_chat(owner, [("user", "午饭吃什么")], start=60)  # newest, unrelated
+    assert ids(search(owner, "部署")) == [often.id, once.id]
+
+
+def test_a_cjk_word_needs_its_characters_together(owner):
+    together = make_chat(owner, [("user", "回滚方案已经准备好了")])
+    apart = make_chat(owner, [("user", "方案回去再滚动一下")], start=30)  # 回 滚 apart
+    assert ids(search(owner, "回滚")) == [together.id]
+    assert ids(search(owner, "滚方案")) == [together.id]  # bigrams 滚方 方案, in order
+    assert ids(search(owner, "滚")) == [together.id, apart.id] or set(ids(search(owner, "滚"))) == {
+        together.id,
+        apart.id,
+    }  # one character: a prefix of its gram
+
+
+def test_latin_words_written_inside_chinese_are_found(owner):
+    chat = make_chat(owner, [("user", "我们决定下周把Kafka部署到生产环境")], title="部署")
+    english = make_chat(owner, [("user", "kafka lag is fine today")], start=30)
+    assert ids(search(owner, "kafka 部署")) == [chat.id]
+    assert set(ids(search(owner, "kafka OR 部署"))) == {chat.id, english.id}
+    assert ids(search(owner, "kafka OR 部署"))[0] == chat.id  # both words
+
+
+def test_a_cjk_title_lifts_its_conversation(owner):
+    titled = make_chat(owner, [("user", "酒店已经预订好了")], title="Granada旅行")
+    other = make_chat(owner, [("user", "酒店已经预订好了")], title="工作", start=30)
+    assert ids(search(owner, "旅行 OR 酒店")) == [titled.id, other.id]
+    assert ids(search(owner, "granada 旅行")) == [titled.id]  # the title alone answers
 
 
 def test_mixed_script_queries(owner):
@@ -312,9 +352,7 @@ def test_unranked_hits_group_by_count_then_first_appearance():
     assert list(group_hits(hits, roots={"c": "a"}, limit=5)) == ["a", "b"]
 
 
-def test_sqlite_ranks_only_the_owners_newest_matches_of_a_very_common_query(
-    owner, outsider, monkeypatch
-):
+def test_sqlite_ranks_only_the_newest_matches_of_a_very_common_query(owner, outsider, monkeypatch):
     from django.db import connection
 
     from sessions_app.search import backends
@@ -322,14 +360,21 @@ def test_sqlite_ranks_only_the_owners_newest_matches_of_a_very_common_query(
     if connection.vendor != "sqlite":
         pytest.skip("the rank window is how SQLite keeps common queries fast")
     monkeypatch.setattr(backends, "RANK_WINDOW", 2)
+    monkeypatch.setattr(backends, "RANK_WINDOW_GROWTH", 8)
     oldest = make_chat(owner, [("user", "heron heron heron heron")], start=0)
-    middle = make_chat(owner, [("user", "heron once, among many other words here")], start=10)
-    newest = make_chat(owner, [("user", "a heron again")], start=20)
-    for i in range(5):  # newer matches of someone else never take the owner's window
+    weaker = make_chat(
+        owner, [("user", f"a heron among many other words, number {i}") for i in range(20)]
+    )
+    for i in range(5):  # the newest matches are someone else's: the window grows past them
         make_chat(outsider, [("user", "heron")], start=30 + i)
-    assert set(ids(search(owner, "heron"))) == {middle.id, newest.id}
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=3)
+    assert len(page.hits) == 3  # from the 16 newest matches: 11 of the owner's
+    assert {h.session_id for h in page.hits} == {weaker.id}
     monkeypatch.setattr(backends, "RANK_WINDOW", 5000)
-    assert ids(search(owner, "heron"))[0] == oldest.id  # the best match, once it is ranked
+    page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=3)
+    assert page.hits[0].session_id == oldest.id  # the best match, once it is ranked
+    page = find_hits(owner_id=outsider.pk, query=parse_query("heron"), limit=50)
+    assert len(page.hits) == 5  # never another user's
 
 
 def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypatch):

@@ -90,3 +90,47 @@ def _hits(owner, query):
     from sessions_app.search.sanitize import parse_query
 
     return find_hits(owner_id=owner.pk, query=parse_query(query)).hits
+
+
+def cjk_objects() -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts_cjk%%'"
+                " OR name = 'messages_fts_positions'"
+            )
+        else:
+            cursor.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'sessions_app_message' AND column_name = 'cjk_vector' "
+                "UNION SELECT indexname FROM pg_indexes WHERE indexname = 'message_cjk_vector_idx'"
+                " UNION SELECT proname FROM pg_proc WHERE proname = 'hermes_cjk_grams'"
+            )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cjk_index_builds_on_existing_data_stays_in_sync_and_reverses(owner, outsider):
+    assert len(cjk_objects()) >= 3
+    call_command("migrate", "sessions_app", "0010_stemmed_and_title_search", verbosity=0)
+    assert cjk_objects() == set()
+    chat = Session.objects.create(owner=owner)
+    old = Message.objects.create(session=chat, role="user", content="把Kafka部署到生产环境")
+    theirs = Session.objects.create(owner=outsider)
+    Message.objects.create(session=theirs, role="user", content="部署完成")
+
+    call_command("migrate", "sessions_app", verbosity=0)
+    assert len(cjk_objects()) >= 3
+    assert [h.message_id for h in _hits(owner, "部署")] == [old.id]  # back-filled, scoped
+    assert [h.message_id for h in _hits(owner, "kafka 生产环境")] == [old.id]
+
+    old.content = "计划取消了"
+    old.save(update_fields=["content"])
+    assert _hits(owner, "部署") == []
+    assert [h.message_id for h in _hits(owner, "取消")] == [old.id]
+    old.delete()
+    assert _hits(owner, "取消") == []
+
+    call_command("migrate", "sessions_app", "0010_stemmed_and_title_search", verbosity=0)
+    assert cjk_objects() == set()
+    call_command("migrate", "sessions_app", verbosity=0)
