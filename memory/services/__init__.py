@@ -24,7 +24,14 @@ from .entries import (
 from .snapshot import Snapshot, memory_snapshot, memory_snapshot_freeze, render_block
 from .store import WriteResult
 from .transfer import memory_import, parse_memory_file
-from .validation import Op, Provenance, check_content, check_target, parse_operations
+from .validation import (
+    Op,
+    Provenance,
+    check_content,
+    check_target,
+    parse_operations,
+    with_content_alias,
+)
 
 __all__ = [
     "Op",
@@ -47,4 +54,5 @@ __all__ = [
     "parse_memory_file",
     "parse_operations",
     "render_block",
+    "with_content_alias",
 ]
