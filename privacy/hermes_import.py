@@ -110,8 +110,10 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
     text = _read_small(path, SOUL_MAX_BYTES, report)
     if text is None:
         return
-    text = text.replace("\x00", "").strip()
-    if not text:
+    # Kept as written (its trailing newline too), so exporting gives back the same file;
+    # the prompt builder strips it where it is used.
+    text = text.replace("\x00", "")
+    if not text.strip():
         return
     profile = profile_get(user=user)
     if profile.identity == text:
