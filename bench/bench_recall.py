@@ -95,12 +95,12 @@ def previous_ranking(owner: Any, query: str) -> list[str]:
     from django.db import connection
 
     from sessions_app.lineage import compression_roots
-    from sessions_app.search import backends
+    from sessions_app.search import backends, sql
     from sessions_app.search.sanitize import parse_query
     from sessions_app.search.service import DEFAULT_ROWS, group_hits
 
     parsed = parse_query(query)
-    filters = backends.Filters()
+    filters = sql.Filters()
     if not parsed:
         return []
     if backends.choose_route(parsed, filters) != "words":
@@ -122,17 +122,18 @@ def previous_ranking(owner: Any, query: str) -> list[str]:
 def _pg_exact(parsed: Any, owner_id: int, filters: Any) -> list[Any]:
     from sessions_app.search import backends
     from sessions_app.search.service import DEFAULT_ROWS
+    from sessions_app.search.sql import filter_sql, rows_to_hits, run_read
 
     expr, qparams = backends.pg_tsquery(parsed)
-    where, params = backends._filter_sql(owner_id, filters)
-    sql = f"""
+    where, params = filter_sql(owner_id, filters)
+    statement = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query),
                m.active
         FROM sessions_app_message m JOIN sessions_app_session s ON s.id = m.session_id
         CROSS JOIN (SELECT {expr} AS query) q
         WHERE m.search_vector @@ q.query {where}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - placeholders only
-    return backends._rows_to_hits(backends.run_read(sql, [*qparams, *params, DEFAULT_ROWS]))
+    return rows_to_hits(run_read(statement, [*qparams, *params, DEFAULT_ROWS]))
 
 
 def bm25_ranker(conversations: list[Conversation], keys: dict[str, str]) -> Any:

@@ -195,15 +195,16 @@ def _like_scan(owner_id: int, query: str) -> int:
     newest first, 50 rows."""
     from django.db import connection
 
-    from sessions_app.search.backends import _filter_sql, _like_condition
+    from sessions_app.search.backends import _like_condition
     from sessions_app.search.sanitize import parse_query
+    from sessions_app.search.sql import filter_sql
 
     parsed = parse_query(query)
     if not parsed:
         return 0
     operator = "ILIKE" if connection.vendor == "postgresql" else "LIKE"
     condition, params = _like_condition(parsed, columns=("m.content",), operator=operator)
-    where, fparams = _filter_sql(owner_id, _no_filters())
+    where, fparams = filter_sql(owner_id, _no_filters())
     sql = f"""SELECT m.id FROM sessions_app_message m
               JOIN sessions_app_session s ON s.id = m.session_id
               WHERE {condition} {where} ORDER BY m.id DESC LIMIT 50"""  # noqa: S608
@@ -213,7 +214,7 @@ def _like_scan(owner_id: int, query: str) -> int:
 
 
 def _no_filters() -> Any:
-    from sessions_app.search.backends import Filters
+    from sessions_app.search.sql import Filters
 
     return Filters()
 

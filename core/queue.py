@@ -9,6 +9,7 @@ both sides share.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,10 @@ from .exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
 
+# Celery marks the default modules imported before it has imported them: a second thread
+# asking meanwhile would find the task missing (NotRegistered). One import at a time.
+_import_lock = threading.Lock()
+
 
 def task_send(name: str, *args: Any, **options: Any) -> AsyncResult:
     """Queue registered task `name` with `args` (`options` as for `apply_async`). Eager mode
@@ -28,7 +33,8 @@ def task_send(name: str, *args: Any, **options: Any) -> AsyncResult:
     `transaction.on_commit` when the task reads rows the caller is writing."""
     if name not in current_app.tasks:
         # A worker imports every app's tasks module at boot; a web process on first use.
-        current_app.loader.import_default_modules()
+        with _import_lock:
+            current_app.loader.import_default_modules()
     return current_app.tasks[name].apply_async(args, **options)
 
 

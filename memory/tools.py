@@ -21,9 +21,11 @@ from .services import (
     memory_remove,
     memory_replace,
     parse_operations,
+    with_content_alias,
 )
 
-#: Failed memory calls allowed per turn before the tool tells the model to stop (#42405).
+#: Failed memory calls allowed per turn; a failing call after them gets the terminal
+#: "stop retrying" result (#42405). A valid call is still applied and resets the count.
 FAILURE_CAP = 3
 
 DESCRIPTION = """\
@@ -47,7 +49,8 @@ What does not: task progress, temporary state, anything only this conversation n
 Memory has a hard size limit (shown in its header). When it is full, consolidate — merge, \
 shorten or remove stale entries — instead of skipping the fact. Make several changes in \
 one call with `operations` (all-or-nothing). replace and remove find the entry by \
-`old_text`, a short substring unique to it; replace swaps the whole entry for `content`."""
+`old_text`, a short substring unique to it; replace swaps the whole entry for `content` \
+(`new_text` is accepted as another name for it)."""
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -66,6 +69,10 @@ PARAMETERS: dict[str, Any] = {
             "type": "string",
             "description": "The entry text (add), or the new text of the whole entry (replace).",
         },
+        "new_text": {
+            "type": "string",
+            "description": "Another name for `content` (used when `content` is not given).",
+        },
         "old_text": {
             "type": "string",
             "description": "For replace/remove: a short substring unique to the entry.",
@@ -78,6 +85,7 @@ PARAMETERS: dict[str, Any] = {
                 "properties": {
                     "action": {"type": "string", "enum": ["add", "replace", "remove"]},
                     "content": {"type": "string"},
+                    "new_text": {"type": "string"},
                     "old_text": {"type": "string"},
                 },
                 "required": ["action"],
@@ -146,15 +154,32 @@ def _run(ctx: ToolContext, args: dict[str, Any]):
     raise ServiceError("unknown_action", f"Unknown action '{shown}'. Use: add, replace, remove")
 
 
+def _with_aliases(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with `new_text` folded into `content`, in batch operations too, so the
+    services and the provider mirror see one name."""
+    args = with_content_alias(args)
+    operations = args.get("operations")
+    if isinstance(operations, list):
+        args = {
+            **args,
+            "operations": [
+                with_content_alias(op) if isinstance(op, dict) else op for op in operations
+            ],
+        }
+    return args
+
+
 def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    failures = ctx.turn.failures.get("memory", 0)
-    if failures >= FAILURE_CAP:
-        ctx.turn.failures["memory"] = failures + 1
-        return _stop_result(failures)
+    # Every call is tried: only failures count, and only failing calls past the cap get the
+    # terminal result (Hermes applies a valid call after failures and resets the count).
+    args = _with_aliases(args)
     try:
         result = _run(ctx, args)
     except ServiceError as exc:
-        ctx.turn.failures["memory"] = failures + 1
+        failures = ctx.turn.failures.get("memory", 0) + 1
+        ctx.turn.failures["memory"] = failures
+        if failures > FAILURE_CAP:
+            return _stop_result(failures)
         return error_result(exc.code, exc.message, **exc.details)
     ctx.turn.failures["memory"] = 0
     if result.changed and not result.staged:

@@ -3,7 +3,9 @@
 
     state.db            sessions (titles, lineage, counters) and their live messages
     memories/MEMORY.md  through the memory services: every entry is threat-scanned; a
-    memories/USER.md    blocked entry is reported (and audit-logged), never stored
+    memories/USER.md    blocked entry is reported (and audit-logged), never stored; a file
+                        over the person's limit is held whole for their choice (raise the
+                        limit to fit, import what fits, or discard)
     SOUL.md             the agent identity on the Profile
     skills/             through the skills app's importer (validated and scanned)
 
@@ -63,10 +65,20 @@ def _read_small(path: Path, limit: int, report: HermesImportReport) -> str | Non
         return None
 
 
-def _import_memory(user: AbstractBaseUser, home: Path, report: HermesImportReport) -> None:
+def _import_memory(
+    user: AbstractBaseUser, home: Path, report: HermesImportReport, over_limit: str
+) -> None:
     from memory import scanner
     from memory.models import ENTRY_DELIMITER, Source
-    from memory.services import Provenance, memory_add, memory_import, parse_memory_file
+    from memory.selectors import memory_limit
+    from memory.services import (
+        Provenance,
+        memory_add,
+        memory_import,
+        memory_import_hold,
+        memory_import_resolve,
+        parse_memory_file,
+    )
 
     provenance = Provenance(source=Source.IMPORT)
     for target, name in (("memory", "MEMORY.md"), ("user", "USER.md")):
@@ -96,7 +108,25 @@ def _import_memory(user: AbstractBaseUser, home: Path, report: HermesImportRepor
                 provenance=provenance,
             )
         except ServiceError as exc:
-            report.errors.append(f"{name}: {exc.message}")
+            if exc.code != "over_limit":
+                report.errors.append(f"{name}: {exc.message}")
+                continue
+            # Hermes lets people raise the limit, so a file may hold more than ours allows:
+            # keep every entry, held for the person's choice, instead of refusing the file.
+            held = memory_import_hold(
+                user=user, target=target, entries=clean, provenance=provenance
+            )
+            if over_limit == "hold":
+                report.memory[target] = (
+                    f"Imported 0 new entries: {exc.details['size_after']:,} characters do not "
+                    f"fit your limit of {memory_limit(user=user, target=target):,} characters. "
+                    f"{held} entr{'y is' if held == 1 else 'ies are'} kept, waiting for your "
+                    "choice: raise your limit to fit, import what fits, or discard them."
+                )
+                continue
+            report.memory[target] = memory_import_resolve(
+                user=user, target=target, choice=over_limit, provenance=provenance
+            ).removeprefix(f"{name}: ")
             continue
         report.memory[target] = result.message
 
@@ -110,8 +140,10 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
     text = _read_small(path, SOUL_MAX_BYTES, report)
     if text is None:
         return
-    text = text.replace("\x00", "").strip()
-    if not text:
+    # Kept as written (its trailing newline too), so exporting gives back the same file;
+    # the prompt builder strips it where it is used.
+    text = text.replace("\x00", "")
+    if not text.strip():
         return
     profile = profile_get(user=user)
     if profile.identity == text:
@@ -178,8 +210,17 @@ def _import_skills(user: AbstractBaseUser, home: Path, report: HermesImportRepor
 # --- entry points -------------------------------------------------------------------------
 
 
-def hermes_import(*, user: AbstractBaseUser, home: Path) -> HermesImportReport:
-    """Import the Hermes home at `home` into `user`'s account (see the module docstring)."""
+def hermes_import(
+    *, user: AbstractBaseUser, home: Path, over_limit: str = "hold"
+) -> HermesImportReport:
+    """Import the Hermes home at `home` into `user`'s account (see the module docstring).
+    `over_limit` says what to do with a MEMORY.md/USER.md bigger than the person's limit:
+    "hold" its entries for their choice, or at once "raise" the limit or import what "fit"s
+    (memory.services.memory_import_resolve)."""
+    from memory.services import HELD_CHOICES
+
+    if over_limit != "hold" and over_limit not in HELD_CHOICES:
+        raise ServiceError("invalid", f"Unknown choice {over_limit!r} for a file over the limit.")
     home = Path(home)
     if not home.is_dir():
         raise ServiceError("not_found", f"{home} is not a folder.")
@@ -227,7 +268,7 @@ def hermes_import(*, user: AbstractBaseUser, home: Path) -> HermesImportReport:
                     report.shortened = done.shortened
                 finally:
                     conn.close()
-    _import_memory(user, home, report)
+    _import_memory(user, home, report, over_limit)
     _import_identity(user, home, report)
     _import_skills(user, home, report)
     return report

@@ -26,6 +26,10 @@ SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,32}$")
 ROLES = {"system", "user", "assistant", "tool"}
 STATUSES = {"streaming", "complete", "interrupted", "failed"}
 KINDS = {"", "summary", "carried"}
+#: How Hermes' compaction handoffs begin: its summary prefix ("[CONTEXT COMPACTION — REFERENCE
+#: ONLY] Earlier turns were compacted…", one line before the summary) and the legacy one.
+HERMES_SUMMARY_TAG = "[CONTEXT COMPACTION"
+HERMES_LEGACY_SUMMARY_TAG = "[CONTEXT SUMMARY]:"
 _BATCH = 500
 #: Messages are also written out once a batch holds this many characters.
 _BATCH_CHARS = 4 * 1024 * 1024
@@ -51,6 +55,26 @@ def reported_cuts() -> dict[str, str]:
         "system_prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
         "value": f"custom instructions {long}",
     }
+
+
+def hermes_summary(content: str, *, flagged: bool) -> str | None:
+    """The summary carried by a Hermes compaction handoff, without Hermes' framing, or None
+    when `content` is an ordinary message. `flagged`: the row's `_compressed_summary` column
+    says it is a summary whatever its text."""
+    from sessions_app.compression import SUMMARY_SUFFIX
+
+    text = content.strip()
+    if text.startswith(HERMES_LEGACY_SUMMARY_TAG):
+        body = text.removeprefix(HERMES_LEGACY_SUMMARY_TAG)
+    elif text.startswith(HERMES_SUMMARY_TAG):
+        # The prefix is one line of instructions; a short handoff is only that line.
+        first, _, rest = text.partition("\n")
+        body = rest if rest.strip() else first[first.find("]") + 1 :]
+    elif flagged:
+        body = text
+    else:
+        return None
+    return body.strip().removesuffix(SUMMARY_SUFFIX).strip() or text
 
 
 def text_max() -> int:
@@ -327,6 +351,7 @@ class SessionImporter:
 
     def _messages(self, row: sqlite3.Row, session: Any) -> None:
         from sessions_app.branches import path_link_new_session
+        from sessions_app.compression import summary_content
         from sessions_app.models import Message
 
         source_id = _text(row["id"])
@@ -343,8 +368,13 @@ class SessionImporter:
             tool_calls = statedb.parse_json(_col(m, "tool_calls"))
             kind = _text(_col(m, "x_kind")) if _col(m, "x_kind") is not None else None
             if kind is None:
-                if _col(m, "_compressed_summary", 0):
-                    kind = "summary"
+                flagged = bool(_col(m, "_compressed_summary", 0))
+                summary = hermes_summary(content, flagged=flagged)
+                # A tool's output that happens to begin like a handoff stays what it is.
+                if summary is not None and (flagged or role in ("user", "assistant")):
+                    # Stored as this app's own summaries are, so the chat shows it as the
+                    # summary and a later compression builds on it.
+                    kind, content = "summary", summary_content(summary)
                 elif (role, content) in carried:
                     kind = "carried"
                 else:

@@ -30,8 +30,10 @@ MAX_REPORT_LINES = 12
 def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
     """What the Account page's data section shows (registered with accounts.account_page)."""
     from memory.models import MemoryEntry
+    from memory.services import memory_import_held
 
     return {
+        "held_imports": memory_import_held(user=user),
         "export_jobs": jobs.export_jobs(user=user, limit=3),
         "export_expiry_hours": settings.HERMES_EXPORT_EXPIRY_HOURS,
         "temporary_chat_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
@@ -108,6 +110,24 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
             f"… and {rest} more line(s); `manage.py import_hermes` prints all.",
             section="import",
         )
+    return _back("import")
+
+
+@login_required
+@require_POST
+@errors_back_to("account", anchor="import")
+def hermes_import_held(request: HttpRequest) -> HttpResponse:
+    """The person's choice for memory entries an import held back (over their limit)."""
+    from memory.models import Source
+    from memory.services import Provenance, memory_import_resolve
+
+    message = memory_import_resolve(
+        user=request.user,
+        target=request.POST.get("target"),
+        choice=request.POST.get("choice"),
+        provenance=Provenance(source=Source.IMPORT, actor=request.user),
+    )
+    _tell(request, messages.SUCCESS, message, section="import")
     return _back("import")
 
 

@@ -169,6 +169,12 @@ def summary_text(text: str) -> str:
     return text.removesuffix(SUMMARY_SUFFIX).strip()
 
 
+def summary_content(summary: str) -> str:
+    """A summary message's text: the summary inside the handoff framing (the inverse of
+    summary_text)."""
+    return f"{SUMMARY_PREFIX}\n\n{summary}\n\n{SUMMARY_SUFFIX}"
+
+
 def _transcript(messages: list[dict[str, Any]]) -> str:
     lines = []
     for m in messages:
@@ -425,7 +431,7 @@ def _split(
                 session=child,
                 role=summary_role,
                 kind=Message.Kind.SUMMARY,
-                content=f"{SUMMARY_PREFIX}\n\n{summary}\n\n{SUMMARY_SUFFIX}",
+                content=summary_content(summary),
                 model=usage_model,
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,

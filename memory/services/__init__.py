@@ -5,7 +5,7 @@ the REST API, the admin and imports, plus the frozen prompt snapshot.
     engine      Hermes' matching and apply rules on an in-memory copy
     store       the locked write (anchor row lock, budget, persistence, audit)
     entries     add / replace / remove / batch / id-based edits / approvals
-    transfer    MEMORY.md / USER.md import
+    transfer    MEMORY.md / USER.md import; a file over the limit held for the owner's choice
     snapshot    the MEMORY / USER PROFILE blocks frozen into a session's prompt
 """
 
@@ -23,10 +23,28 @@ from .entries import (
 )
 from .snapshot import Snapshot, memory_snapshot, memory_snapshot_freeze, render_block
 from .store import WriteResult
-from .transfer import memory_import, parse_memory_file
-from .validation import Op, Provenance, check_content, check_target, parse_operations
+from .transfer import (
+    HELD_CHOICES,
+    HeldImport,
+    fit_plan,
+    memory_import,
+    memory_import_held,
+    memory_import_hold,
+    memory_import_resolve,
+    parse_memory_file,
+)
+from .validation import (
+    Op,
+    Provenance,
+    check_content,
+    check_target,
+    parse_operations,
+    with_content_alias,
+)
 
 __all__ = [
+    "HELD_CHOICES",
+    "HeldImport",
     "Op",
     "Provenance",
     "Snapshot",
@@ -37,7 +55,11 @@ __all__ = [
     "memory_apply_batch",
     "memory_entry_delete",
     "memory_entry_update",
+    "fit_plan",
     "memory_import",
+    "memory_import_held",
+    "memory_import_hold",
+    "memory_import_resolve",
     "memory_pending_approve",
     "memory_pending_reject",
     "memory_remove",
@@ -47,4 +69,5 @@ __all__ = [
     "parse_memory_file",
     "parse_operations",
     "render_block",
+    "with_content_alias",
 ]

@@ -85,7 +85,7 @@ class WriteResult:
         return payload
 
 
-def _lock_anchor(user: AbstractBaseUser, target: str) -> MemoryAnchor:
+def lock_anchor(user: AbstractBaseUser, target: str) -> MemoryAnchor:
     """Lock the (user, target) anchor row. Call inside transaction.atomic()."""
     qs = MemoryAnchor.objects.select_for_update()
     anchor = qs.filter(owner=user, target=target).first()
@@ -355,7 +355,7 @@ def write(
     failing = clean[0]
     try:
         with transaction.atomic():
-            anchor = _lock_anchor(user, target)
+            anchor = lock_anchor(user, target)
             loaded = list(
                 MemoryEntry.objects.active()
                 .filter(owner=user, target=target)

@@ -87,6 +87,14 @@ def check_content(value: Any, *, what: str = "Content") -> str:
     return text
 
 
+def with_content_alias(item: dict[str, Any]) -> dict[str, Any]:
+    """`item` with Hermes' `new_text` alias folded into `content` (add, replace and batch
+    operations accept either; `content` wins when both are given)."""
+    if item.get("content") not in (None, "") or item.get("new_text") is None:
+        return item
+    return {**item, "content": item["new_text"]}
+
+
 def parse_operations(raw: Any) -> list[Op]:
     """Turn the tool's `operations` argument into ops, refusing malformed items."""
     if not isinstance(raw, list):

@@ -32,11 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import nullcontext
-from dataclasses import dataclass, field
-from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection
 
 from ..selectors import escape_like
 from .cjk import split_for_grams
@@ -45,17 +42,15 @@ from .hits import (
     MARK_START,
     Hit,
     HitPage,
-    as_datetime,
     parse_marked,
     substring_snippet,
     tool_calls_text,
 )
 from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk, is_symbol_term
+from .sql import MESSAGE, SESSION, Filters, filter_sql, rows_to_hits, run_read
 
 logger = logging.getLogger(__name__)
 
-MESSAGE = "sessions_app_message"
-SESSION = "sessions_app_session"
 SNIPPET_TOKENS = 24
 SEARCHABLE_ROLES = ("user", "assistant", "tool")
 #: Matches ranked per query and index on SQLite (the newest); fewer matches are all ranked.
@@ -70,80 +65,6 @@ PG_RANK_WINDOW = 1000
 UNRANKED_ROWS = 100
 #: Weight of the exact index's score beside the stemmed one's (both word routes).
 EXACT_WEIGHT = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Restrictions applied inside the SQL. `until` is exclusive."""
-
-    roles: tuple[str, ...] = ()  # empty: every role but system
-    since: datetime | None = None
-    until: datetime | None = None
-    exclude_session_ids: frozenset[str] = field(default_factory=frozenset)
-
-
-def _filter_sql(owner_id: int, filters: Filters) -> tuple[str, list[object]]:
-    # Messages carried into a compression continuation are copies of the parent's; the
-    # originals are found, so a chain never shows the same text twice.
-    sql = [" AND s.owner_id = %s AND s.end_reason <> 'deleted' AND m.kind <> 'carried'"]
-    params: list[object] = [owner_id]
-    if filters.roles:
-        sql.append(f" AND m.role IN ({', '.join(['%s'] * len(filters.roles))})")
-        params.extend(filters.roles)
-    else:
-        sql.append(" AND m.role <> 'system'")
-    if filters.since is not None:
-        sql.append(" AND m.timestamp >= %s")
-        params.append(filters.since)
-    if filters.until is not None:
-        sql.append(" AND m.timestamp < %s")
-        params.append(filters.until)
-    if filters.exclude_session_ids:
-        ids = sorted(filters.exclude_session_ids)
-        sql.append(f" AND m.session_id NOT IN ({', '.join(['%s'] * len(ids))})")
-        params.extend(ids)
-    return "".join(sql), params
-
-
-def _rows_to_hits(rows: list[tuple]) -> list[Hit]:
-    return [
-        Hit(
-            message_id=row[0],
-            session_id=row[1],
-            role=row[2],
-            timestamp=as_datetime(row[3]),
-            score=float(row[4] or 0.0),
-            on_path=bool(row[5]),
-        )
-        for row in rows
-    ]
-
-
-def run_read(sql: str, params: list[object]) -> list[tuple]:
-    """Execute a read; a database refusal becomes "no hits" instead of a failed request.
-
-    The sanitiser makes refusals impossible for FTS5 syntax; this is the last line of
-    defence (e.g. a corrupted index), inside a savepoint so PostgreSQL's transaction
-    survives it.
-    """
-    # A savepoint only on PostgreSQL: on SQLite (IMMEDIATE mode) atomic() would take the
-    # write lock for a plain read.
-    postgres = connection.vendor == "postgresql"
-    # Search statements are LIMIT queries that stop early; PostgreSQL's parallel workers
-    # cost more to start than they save and split a backward index scan badly. Only in a
-    # transaction of our own, so the setting cannot leak into a caller's.
-    serial = postgres and not connection.in_atomic_block
-    guard = transaction.atomic() if postgres else nullcontext()
-    try:
-        with guard, connection.cursor() as cursor:
-            if serial:
-                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-    except DatabaseError as exc:
-        # The type only: the message could quote the user's search text.
-        logger.warning("search query refused by the database: %s", type(exc).__name__)
-        return []
 
 
 # --- query compilers -----------------------------------------------------------------------
@@ -237,7 +158,7 @@ def _sqlite_match(
     fewer than `limit` of the owner's matches (they are a small share of the index) grows
     RANK_WINDOW_GROWTH times, until it covers every match. `recheck`: an extra condition
     on the message row `m`, and its parameters."""
-    where, params = _filter_sql(owner_id, filters)
+    where, params = filter_sql(owner_id, filters)
     if recheck[0]:
         where = f" AND {recheck[0]}{where}"
         params = [*recheck[1], *params]
@@ -257,7 +178,7 @@ def _sqlite_match(
         lowest = found[0][0] if found else 0
         rows = run_read(sql, [match, lowest, *params, limit])
         if len(rows) >= limit or not lowest:
-            return _rows_to_hits(rows)
+            return rows_to_hits(rows)
         window *= RANK_WINDOW_GROWTH
 
 
@@ -320,7 +241,7 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
         return []
     stem, stem_params = pg_tsquery(query, "english")
     qparams = [*exact_params, *stem_params]
-    where, params = _filter_sql(owner_id, filters)
+    where, params = filter_sql(owner_id, filters)
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp,
                ts_rank(m.stem_vector, q.stem) + %s * ts_rank(m.search_vector, q.exact),
@@ -335,8 +256,8 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
     if lowest is not None:
         rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
         if len(rows) >= limit:
-            return _rows_to_hits(rows)
-    return _rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
+            return rows_to_hits(rows)
+    return rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
 
 
 def _pg_window_start(column: str, expr: str, qparams: list[object]) -> int | None:
@@ -424,7 +345,7 @@ def _pg_grams(
 ) -> list[Hit]:
     """Matches of `cjk_vector`, ranked by ts_rank; a very common query ranks a recent
     slice first, as _pg_words does."""
-    where, params = _filter_sql(owner_id, filters)
+    where, params = filter_sql(owner_id, filters)
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.cjk_vector, q.query), m.active
         FROM {MESSAGE} m
@@ -437,8 +358,8 @@ def _pg_grams(
     if lowest is not None:
         rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
         if len(rows) >= limit:
-            return _rows_to_hits(rows)
-    return _rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
+            return rows_to_hits(rows)
+    return rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
 
 
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------
@@ -466,7 +387,7 @@ def _like(
     else:
         columns = ("m.content", "m.tool_name", "coalesce(m.tool_calls, '')")
     condition, cparams = _like_condition(query, columns=columns, operator=_like_operator(query))
-    where, params = _filter_sql(owner_id, filters)
+    where, params = filter_sql(owner_id, filters)
     # The literal role test lets PostgreSQL use the partial trigram index.
     extra = " AND m.role <> 'tool'" if content_only else ""
     sql = f"""
@@ -475,7 +396,7 @@ def _like(
         JOIN {SESSION} s ON s.id = m.session_id
         WHERE {condition}{extra} {where}
         ORDER BY m.id DESC LIMIT %s"""  # noqa: S608 - condition holds placeholders only
-    return _rows_to_hits(run_read(sql, [*cparams, *params, limit]))
+    return rows_to_hits(run_read(sql, [*cparams, *params, limit]))
 
 
 def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: bool = False) -> None:

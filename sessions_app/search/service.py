@@ -25,9 +25,10 @@ from ..lineage import (
     lineage_ids,
 )
 from ..models import Message, SearchSummary, Session
-from .backends import SEARCHABLE_ROLES, Filters, add_snippets, find_hits
+from .backends import SEARCHABLE_ROLES, add_snippets, find_hits
 from .hits import Hit
 from .sanitize import parse_query
+from .sql import Filters
 from .summarise import (
     Outcome,
     query_hash,

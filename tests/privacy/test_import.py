@@ -316,3 +316,19 @@ def test_upload_of_a_zip_with_lying_headers_is_refused_clearly(owner, damage):
     body = response.content.decode()
     assert "The zip is damaged: &#x27;.hermes/SOUL.md&#x27; could not be read" in body
     assert Profile.objects.get(user=owner).identity == ""
+
+
+def test_soul_md_comes_back_byte_for_byte_with_its_trailing_newline(owner, tmp_path):
+    soul = "# Identity\n\nYou are Hermes, Olivia's terse ops assistant.\n"
+    home = tmp_path / ".hermes"
+    home.mkdir()
+    (home / "SOUL.md").write_bytes(soul.encode("utf-8"))
+    report = hermes_import(user=owner, home=home)
+    assert report.identity == "Agent identity set from SOUL.md."
+    archive = tmp_path / "export.zip"
+    build_export(user=owner, target=archive)
+    with zipfile.ZipFile(archive) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith("SOUL.md")]
+        assert zf.read(name) == (home / "SOUL.md").read_bytes()
+    # The same file again is recognised as unchanged.
+    assert hermes_import(user=owner, home=home).identity == "Agent identity (SOUL.md): unchanged."

@@ -6,9 +6,10 @@ import pytest
 
 from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
-from sessions_app.search.backends import Filters, choose_route, find_hits
+from sessions_app.search.backends import choose_route, find_hits
 from sessions_app.search.sanitize import parse_query
 from sessions_app.search.service import check_roles, search_conversations
+from sessions_app.search.sql import Filters
 
 from .conftest import at, compress, make_chat
 

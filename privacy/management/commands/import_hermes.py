@@ -18,6 +18,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("home", help="The Hermes home folder, e.g. ~/.hermes")
         parser.add_argument("--user", required=True, help="Username of the account to fill")
+        parser.add_argument(
+            "--memory-over-limit",
+            choices=["hold", "raise", "fit", "discard"],
+            default="hold",
+            help=(
+                "A MEMORY.md/USER.md bigger than the account's limit: hold its entries for the "
+                "person to choose on the Account page (default), raise their limit to fit, "
+                "import the first entries that fit (the rest stay held), or discard them."
+            ),
+        )
 
     def handle(self, *args, **options):
         User = get_user_model()
@@ -26,7 +36,7 @@ class Command(BaseCommand):
             raise CommandError(f"No account named {options['user']!r}.")
         home = Path(options["home"]).expanduser()
         try:
-            report = hermes_import(user=user, home=home)
+            report = hermes_import(user=user, home=home, over_limit=options["memory_over_limit"])
         except ServiceError as exc:
             raise CommandError(exc.message) from None
         for line in report.lines():
