@@ -125,6 +125,24 @@ def test_startup_releases_dead_leases_and_interrupts_their_answers(
     assert [h.pk for h in leases.leases_held()] == [other.pk]
 
 
+def test_an_answer_a_dead_holder_had_not_started_is_failed_not_interrupted(
+    session: Session,
+) -> None:
+    # Found by the chaos suite: daphne killed before the first delta left an empty answer
+    # "interrupted"; a broken-off answer without text is "failed", as a live turn marks it.
+    empty = Message.objects.create(session=session, role="assistant", status="streaming")
+    Session.objects.filter(pk=session.pk).update(
+        lease_owner=dead_owner("turn"), lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    assert leases.leases_recover_dead() == {"turn": 1}
+    empty.refresh_from_db()
+    assert (empty.status, empty.content, empty.finish_reason) == ("failed", "", "process_died")
+    other = Message.objects.create(session=session, role="assistant", status="streaming")
+    assert turn_claim.answers_close_abandoned(session_id=session.pk) == 1
+    other.refresh_from_db()
+    assert other.status == "failed"
+
+
 def test_the_leases_command_lists_what_is_held(session: Session) -> None:
     import io
 
