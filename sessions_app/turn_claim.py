@@ -67,8 +67,8 @@ def answers_interrupt(session_ids: list[Any]) -> int:
 
 def answers_close_abandoned(*, session_id: str | None = None) -> int:
     """Answers still "streaming" where no live turn holds the conversation (its holder died
-    and nobody took over yet) become "interrupted", text kept ("failed" without). One UPDATE, so a turn that
-    takes the conversation meanwhile keeps its own answer."""
+    and nobody took over yet) become "interrupted", text kept ("failed" without). One
+    UPDATE, so a turn that takes the conversation meanwhile keeps its own answer."""
     rows = Message.objects.filter(status=Message.Status.STREAMING)
     if session_id is not None:
         rows = rows.filter(session_id=session_id)

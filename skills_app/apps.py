@@ -8,6 +8,8 @@ class SkillsAppConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from core.leases import lease_kind_register
         from sessions_app.agent.tools import registry
 
@@ -17,4 +19,10 @@ class SkillsAppConfig(AppConfig):
 
         registry.register(*TOOLS)
         personal_data.register()
-        lease_kind_register("review", ReviewRun)
+        lease_kind_register(
+            "review",
+            ReviewRun,
+            task="skills_app.review_session",
+            waiting=Q(status="queued"),
+            working=Q(status="running"),
+        )

@@ -185,6 +185,15 @@ HERMES_LEASE_HEARTBEAT = declare_float(
     min=0.1,
     help="Seconds between heartbeats renewing a lease (well under HERMES_LEASE_SECONDS).",
 )
+# How long queued background work (an export, a review, a search summary) may wait before
+# the periodic `requeue` task sends its task again, in case the broker lost the message.
+HERMES_REQUEUE_SECONDS = declare_int(
+    "HERMES_REQUEUE_SECONDS",
+    60,
+    min=1,
+    help="Seconds queued background work waits before its task is sent again (and how "
+    "often that is checked).",
+)
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
@@ -210,6 +219,7 @@ CELERY_BEAT_SCHEDULE = {
     "optimize-database": {"task": "hermes_site.optimize_database", "schedule": 24 * 60 * 60},
     "privacy-expire-exports": {"task": "accounts.exports_expire", "schedule": 30 * 60},
     "expire-temporary-chats": {"task": "sessions_app.expire_temporary_chats", "schedule": 60 * 60},
+    "requeue": {"task": "hermes_site.requeue", "schedule": HERMES_REQUEUE_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -154,3 +154,38 @@ def test_the_leases_command_lists_what_is_held(session: Session) -> None:
     line = out.getvalue().strip()
     assert line.startswith(f"turn\tsessions_app.Session\t{session.pk}\t{lease.owner}\t")
     assert line.endswith("s left")
+
+
+def test_work_whose_task_the_broker_lost_is_sent_again_once_it_waited(
+    owner: Any, settings: Any, tmp_path: Any
+) -> None:
+    from privacy.models import ExportJob
+
+    settings.HERMES_EXPORT_DIR = str(tmp_path)
+    settings.HERMES_REQUEUE_SECONDS = 60
+    lost = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    dead_build = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=dead_build.pk).update(
+        status="running",
+        lease_owner="export@elsewhere:1#x",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    just_queued = ExportJob.objects.create(owner=owner)
+    building = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=building.pk).update(
+        status="running",
+        lease_owner="export@elsewhere:1#y",
+        lease_expires_at=timezone.now() + timedelta(minutes=1),
+    )
+    # Tasks run inline here: what is sent again is built at once.
+    assert leases.leases_requeue_stalled() == {"export": 2}
+    statuses = dict(ExportJob.objects.values_list("pk", "status"))
+    assert statuses == {
+        lost.pk: "done",
+        dead_build.pk: "done",
+        just_queued.pk: "queued",
+        building.pk: "running",
+    }
+    assert len(list(tmp_path.glob("*.zip"))) == 2
+    assert leases.leases_requeue_stalled() == {}
