@@ -257,6 +257,14 @@ HERMES_PORT = declare_int(
 HERMES_WORKERS = declare_int(
     "HERMES_WORKERS", 2, min=1, help="Concurrency of the Celery worker `make run` starts."
 )
+# One scheduler per deployment: `make run` embeds it next to its own Valkey; with REDIS_URL
+# (a shared Redis, where a deployment runs `make beat`) only when asked.
+HERMES_EMBEDDED_BEAT = declare_bool(
+    "HERMES_EMBEDDED_BEAT",
+    not REDIS_URL,
+    help="Run the periodic-task scheduler inside the worker `make run` starts.",
+    default_doc="on without `REDIS_URL`",
+)
 HERMES_RESTART_DELAY = declare_float(
     "HERMES_RESTART_DELAY",
     1.0,
