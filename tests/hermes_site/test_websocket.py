@@ -143,6 +143,35 @@ def test_logged_in_same_origin_handshake_is_accepted(owner):
     assert asyncio.run(run()) is True
 
 
+def test_a_socket_opened_while_the_channel_layer_is_down_says_so(owner, settings):
+    # Found by the chaos suite: during a Valkey restart the handshake failed with a 500.
+    from channels.layers import channel_layers
+
+    from tests.conftest import free_port
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nobody listens
+        }
+    }
+    channel_layers.backends.clear()
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie), SITE]
+        )
+        event = await communicator.receive_json_from(timeout=10)
+        closed = await communicator.receive_output(timeout=10)
+        return connected, event, closed
+
+    connected, event, closed = asyncio.run(run())
+    assert connected is True
+    assert (event["type"], event["code"]) == ("error", "realtime_unavailable")
+    assert closed == {"type": "websocket.close", "code": 1013}
+
+
 @pytest.mark.slow
 def test_task_run_by_a_real_worker_reaches_the_open_socket(
     owner, outsider, redis_channel_layer, celery_worker
