@@ -39,13 +39,14 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.test import Client
+from django.test import Client, override_settings
 from websockets.sync.client import connect
 
 from accounts.services import api_token_create
 from core.leases import leases_held
 from devtools.scripted_llm import Fault
 from memory.models import MemoryEntry, MemoryEvent
+from privacy.jobs import exports_expire
 from privacy.models import ExportJob
 from sessions_app.models import Message, SearchSummary, Session
 from skills_app.models import ReviewRun
@@ -412,9 +413,18 @@ def check_invariants(owner: Any, workloads: list[Workload], stack: Stack) -> Non
 
     for job in ExportJob.objects.filter(owner=owner):
         assert job.status in ("done", "failed"), (job.pk, job.status, job.stage)
-    done = ExportJob.objects.filter(owner=owner, status="done")
-    files = sorted(p.name for p in stack.exports.glob("*.zip"))
-    assert sorted(done.values_list("file_name", flat=True)) == files
+    done = sorted(
+        ExportJob.objects.filter(owner=owner, status="done").values_list("file_name", flat=True)
+    )
+    assert set(done) <= {p.name for p in stack.exports.glob("*.zip")}
+    # A build killed after writing its archive but before marking the job done leaves a
+    # file no job points to; the periodic sweep removes it once no build can be that old.
+    for leftover in stack.exports.iterdir():
+        if leftover.name not in done:
+            os.utime(leftover, (1, 1))
+    with override_settings(HERMES_EXPORT_DIR=str(stack.exports)):
+        exports_expire()
+    assert sorted(p.name for p in stack.exports.iterdir()) == done
 
     for row in SearchSummary.objects.filter(owner=owner):
         assert row.status in ("done", "failed"), (row.pk, row.status)
@@ -473,13 +483,13 @@ def test_every_process_killed_at_random_points_loses_nothing(
         booted = time.monotonic() - started
         for seed in chaos_seeds():
             rng = random.Random(seed)
-            workload = Workload(stack, cookie, key, seed, turns=6)
+            workload = Workload(stack, cookie, key, seed, turns=5)
             workloads.append(workload)
             driver = threading.Thread(target=workload.chat, daemon=True)
             driver.start()
             for target in rng.sample(TARGETS, len(TARGETS)):
                 # A seeded moment, preferably while the target works on something.
-                time.sleep(rng.uniform(0.2, 1.0))
+                time.sleep(rng.uniform(0.2, 0.8))
                 deadline = time.monotonic() + 1.5
                 busy: set[str] = set()
                 while time.monotonic() < deadline:
