@@ -95,6 +95,10 @@ def owner_is_dead_here(owner: str) -> bool:
     return False
 
 
+class LeaseLost(Exception):
+    """The lease was taken over by another holder: stop, and write nothing more."""
+
+
 class LeaseBusy(Exception):
     """A live holder (not us) works on the row: try again in `retry_in` seconds."""
 
@@ -142,6 +146,12 @@ class Lease:
 
     def _rows(self) -> models.QuerySet:
         return self.model._default_manager.filter(pk=self.pk, lease_owner=self.owner)
+
+    def check(self) -> None:
+        """Raise LeaseLost once a renewal found the lease taken over (call between the
+        steps of long work, before writing its results)."""
+        if self.lost.is_set():
+            raise LeaseLost(self.owner)
 
     def renew(self) -> bool:
         """Push the expiry back; False (and `lost` set) when someone else holds it now."""

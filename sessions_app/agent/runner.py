@@ -28,7 +28,7 @@ from django.conf import settings
 
 from accounts.services import profile_get
 from core.exceptions import ServiceError
-from core.leases import lease_heartbeat_async
+from core.leases import Lease, lease_heartbeat_async
 from core.realtime import RealtimeUnavailable, apublish, session_group
 from memory.providers import MemoryManager
 from usage.cost import CallUsage
@@ -171,13 +171,19 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
     heartbeat = asyncio.get_running_loop().create_task(
         lease_heartbeat_async(start.lease, on_beat=lambda: _alive(turn))
     )
+    heartbeat.add_done_callback(_stop_when_lost(start.lease, asyncio.current_task()))
     setup: _Setup | None = None
     answered = False
     try:
         setup = await _prepare(turn)
         answered = await _loop(turn, setup)
     except asyncio.CancelledError:
-        await _close_unfinished(turn, status="interrupted", reason="stopped")
+        if start.lease.lost.is_set():
+            # Another process took the conversation over (this one stalled past the
+            # lease): its answer is the new holder's to close; write nothing more.
+            logger.warning("turn in session %s stopped: its lease was lost", turn.session_id)
+        else:
+            await _close_unfinished(turn, status="interrupted", reason="stopped")
         raise
     except llm.LLMError as exc:
         await _close_unfinished(turn, status=_unfinished(turn), reason=exc.code.value)
@@ -212,6 +218,17 @@ async def _run_turn(start: services.TurnStart, *, user: Any) -> None:
         # After the hooks, which must not wait for it (they claim the conversation for
         # compression before a next turn does); meanwhile it ignores stop and sync.
         await control.stop()
+
+
+def _stop_when_lost(lease: Lease, task: asyncio.Task[Any] | None) -> Callable[[Any], None]:
+    """A done-callback for the turn's heartbeat: it only ends by itself when a renewal found
+    the lease taken over, and then the turn must stop so that two writers never race."""
+
+    def stop(heartbeat: asyncio.Task[None]) -> None:
+        if not heartbeat.cancelled() and lease.lost.is_set() and task is not None:
+            task.cancel()
+
+    return stop
 
 
 def _unfinished(turn: _Turn) -> str:
