@@ -32,6 +32,33 @@ if "*" in ALLOWED_HOSTS and not _allow_any_host:
 CSRF_TRUSTED_ORIGINS = declare_list(
     "CSRF_TRUSTED_ORIGINS", [], help="Extra origins (with scheme) trusted for form posts."
 )
+
+
+def _malformed_origin(origin: str) -> bool:
+    """Not `scheme://host[:port]` or Django's `scheme://*.domain[:port]`: Django's CSRF check
+    would never match it (or, for a bare `*`, nothing sensible), so it is refused at start."""
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return True
+    host = parts.netloc.removeprefix("*.")
+    return (
+        parts.scheme not in ("http", "https")
+        or not host
+        or "*" in host
+        or "@" in host
+        or bool(parts.path or parts.query or parts.fragment)
+    )
+
+
+_bad_origins = [o for o in CSRF_TRUSTED_ORIGINS if _malformed_origin(o)]
+if _bad_origins:
+    raise ImproperlyConfigured(
+        f"CSRF_TRUSTED_ORIGINS: {', '.join(map(repr, _bad_origins))} is not an origin; write "
+        "scheme://host[:port] (e.g. https://chat.example.org) or scheme://*.domain for its "
+        "subdomains (e.g. https://*.example.org)."
+    )
 HERMES_PUBLIC_URL = declare_str(
     "HERMES_PUBLIC_URL", "", help="The site's public URL, scheme and host only."
 ).rstrip("/")

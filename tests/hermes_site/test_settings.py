@@ -108,6 +108,28 @@ def test_allowed_hosts_star_is_refused(tmp_path):
     assert "ALLOWED_HOSTS" in result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize(
+    "origins",
+    [
+        "chat.example.org",
+        "https://chat.example.org/app",
+        "*",
+        "https://*",
+        "https://a*.example.org",
+    ],
+)
+def test_a_trusted_origin_that_is_no_origin_is_refused(tmp_path, origins):
+    result = run_settings(tmp_path, CSRF_TRUSTED_ORIGINS=f"https://ok.example.org,{origins}")
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "CSRF_TRUSTED_ORIGINS" in last and repr(origins) in last
+
+
+def test_the_wildcard_subdomain_form_is_a_trusted_origin(tmp_path):
+    result = run_settings(tmp_path, CSRF_TRUSTED_ORIGINS="https://*.example.org,http://h:81")
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_value_of_the_wrong_type_names_the_variable(tmp_path):
     result = run_settings(tmp_path, HERMES_PORT="eighty")
     assert result.returncode != 0

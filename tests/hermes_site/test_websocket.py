@@ -210,3 +210,45 @@ def test_task_run_by_a_real_worker_reaches_the_open_socket(
         "text": "Memory updated",
     }
     assert nothing_for_outsider
+
+
+TRUSTED = ["https://*.example.com", "https://chat.example.org", "http://10.0.0.5:8080"]
+
+
+@pytest.mark.parametrize(
+    ("origin", "expected"),
+    [
+        ("https://example.com", True),  # the wildcard's own domain
+        ("https://a.example.com", True),
+        ("https://a.b.example.com", True),
+        ("http://a.example.com", False),  # another scheme
+        ("https://a.example.com:8443", False),  # a port the entry does not name
+        ("https://evilexample.com", False),
+        ("https://example.com.evil.org", False),
+        ("https://chat.example.org", True),
+        ("https://chat.example.org:443", False),  # Django compares the header as sent
+        ("https://sub.chat.example.org", False),
+        ("http://10.0.0.5:8080", True),
+        ("http://10.0.0.5", False),
+        ("null", False),
+    ],
+)
+def test_websockets_trust_the_origins_djangos_csrf_check_trusts(owner, settings, origin, expected):
+    from django.middleware.csrf import CsrfViewMiddleware
+    from django.test import RequestFactory
+
+    settings.CSRF_TRUSTED_ORIGINS = TRUSTED
+    # The reference: what Django's CSRF middleware decides for a form post from `origin`.
+    request = RequestFactory().post("/", HTTP_ORIGIN=origin, HTTP_HOST="127.0.0.1:8000")
+    django_trusts = CsrfViewMiddleware(lambda r: None)._origin_verified(request)
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", origin.encode()), (b"cookie", cookie), SITE]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert django_trusts is expected
+    assert asyncio.run(run()) is expected
