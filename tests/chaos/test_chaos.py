@@ -476,6 +476,8 @@ def test_every_process_killed_at_random_points_loses_nothing(
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     _token, key = api_token_create(user=owner, name="chaos")
     kill_points: list[str] = []
+    recovered: list[float] = []
+    phases: Counter[str] = Counter()
     workloads: list[Workload] = []
     started = time.monotonic()
     try:
@@ -498,12 +500,20 @@ def test_every_process_killed_at_random_points_loses_nothing(
                         break
                     time.sleep(0.05)
                 kill_points.append(f"{target}@{'+'.join(sorted(busy)) or 'idle'}")
+                killed = time.monotonic()
                 stack.kill(target)
+                recovered.append(time.monotonic() - killed)
+            joined = time.monotonic()
             driver.join(timeout=120)
+            phases["driver"] += time.monotonic() - joined
             assert not driver.is_alive(), "the chat driver hung"
+        idle = time.monotonic()
         wait_until_idle()
+        phases["idle"] = time.monotonic() - idle
         check_invariants(owner, workloads, stack)
+        retry = time.monotonic()
         check_retryable(workloads[-1])
+        phases["retry"] = time.monotonic() - retry
     finally:
         stack.stop()
         if redis is not None:
@@ -517,7 +527,9 @@ def test_every_process_killed_at_random_points_loses_nothing(
         f"({busy_points} mid-work: {', '.join(kill_points)}); per process {dict(summary)}; "
         f"acknowledged messages {sum(len(w.acked) for w in workloads)}, "
         f"client-side errors {dict(sum((w.errors for w in workloads), Counter()))}; "
-        f"{took:.0f} s ({booted:.0f} s to start the stack)"
+        f"{took:.0f} s ({booted:.0f} s to start the stack, recoveries "
+        f"{' '.join(f'{r:.1f}' for r in recovered)} s, "
+        f"{', '.join(f'{k} {v:.1f} s' for k, v in phases.items())})"
     )
     print(report)
     (ROOT / "var").mkdir(exist_ok=True)
