@@ -356,17 +356,38 @@ def script_model(llm: Any) -> None:
 # --- the checks -----------------------------------------------------------------------------
 
 
+def unfinished_work() -> dict[str, list[Any]]:
+    """Leases held, answers streaming, and background work not finished yet."""
+    return {
+        "leases": leases_held(),
+        "streaming": list(Message.objects.filter(status="streaming").values_list("pk", flat=True)),
+        "exports": list(
+            ExportJob.objects.filter(status__in=["queued", "running"]).values_list("pk", "status")
+        ),
+        "summaries": list(
+            SearchSummary.objects.filter(status__in=["pending", "running"]).values_list(
+                "pk", "status"
+            )
+        ),
+        "reviews": list(
+            ReviewRun.objects.filter(status__in=["queued", "running"]).values_list("pk", "status")
+        ),
+    }
+
+
 def wait_until_idle() -> None:
-    """Until no lease is held and no answer streams: what was cut off is recovered or
-    expired and taken over by then."""
-
-    def idle() -> bool:
-        return not leases_held() and not Message.objects.filter(status="streaming").exists()
-
+    """Until no lease is held, no answer streams and no background work waits: what was cut
+    off is recovered, taken over after its lease expired, or sent again (work whose task the
+    broker lost) by then."""
     try:
-        wait_for(idle, timeout=6 * LEASE_SECONDS + 20, interval=0.3, what="the stack to be idle")
+        wait_for(
+            lambda: not any(unfinished_work().values()),
+            timeout=6 * LEASE_SECONDS + 20,
+            interval=0.3,
+            what="the stack to be idle",
+        )
     except AssertionError:
-        raise AssertionError(f"still held: {leases_held()}") from None
+        raise AssertionError(f"still unfinished: {unfinished_work()}") from None
 
 
 def replay_audit(owner: Any) -> Counter[tuple[str, str]]:
