@@ -253,9 +253,7 @@ class Workload:
     turns: int
     acked: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
-    export_jobs: list[int] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
-    stop: threading.Event = field(default_factory=threading.Event)
 
     def api(self, method: str, path: str) -> dict[str, Any] | None:
         request = urllib.request.Request(
@@ -271,16 +269,12 @@ class Workload:
             return None
 
     def side_work(self) -> None:
-        job = self.api("POST", "/api/me/exports/")
-        if job is not None:
-            self.export_jobs.append(job["id"])
+        self.api("POST", "/api/me/exports/")
         self.api("GET", "/api/search/?q=deploy&summarise=true")
 
     def chat(self) -> None:
         session: str | None = None
         for n in range(self.turns):
-            if self.stop.is_set():
-                return
             if n in (1, 4):
                 threading.Thread(target=self.side_work, daemon=True).start()
             text = f"Seed {self.seed} turn {n}: how is the deploy going?"
@@ -303,12 +297,10 @@ class Workload:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline:
                     event = json.loads(ws.recv(timeout=deadline - time.monotonic()))
-                    if event.get("session"):
-                        session = event.get("new_session") or event["session"]
+                    # A compression moves the conversation on to its continuation.
+                    session = event.get("new_session") or event.get("session") or session
                     if event["type"] in ("session.started", "assistant.delta", "turn.alive"):
                         acked = True
-                    if event.get("new_session"):
-                        session = event["new_session"]
                     if event["type"] == "error":
                         self.errors[event["code"]] += 1
                         # "compressing": the message is saved and says so.
