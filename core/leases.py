@@ -95,6 +95,10 @@ def owner_is_dead_here(owner: str) -> bool:
     return False
 
 
+class LeaseLost(Exception):
+    """The lease was taken over by another holder: stop, and write nothing more."""
+
+
 class LeaseBusy(Exception):
     """A live holder (not us) works on the row: try again in `retry_in` seconds."""
 
@@ -142,6 +146,12 @@ class Lease:
 
     def _rows(self) -> models.QuerySet:
         return self.model._default_manager.filter(pk=self.pk, lease_owner=self.owner)
+
+    def check(self) -> None:
+        """Raise LeaseLost once a renewal found the lease taken over (call between the
+        steps of long work, before writing its results)."""
+        if self.lost.is_set():
+            raise LeaseLost(self.owner)
 
     def renew(self) -> bool:
         """Push the expiry back; False (and `lost` set) when someone else holds it now."""
@@ -288,16 +298,31 @@ class LeaseKind:
     #: Called with the row ids whose holder died, before their leases are released
     #: (a turn's answer becomes "interrupted").
     on_dead: Callable[[list[Any]], Any] | None = None
+    #: The Celery task doing this kind of work, given the row id ("" for work no task does
+    #: on its own: a chat turn; a compression, which the next turn schedules again).
+    task: str = ""
+    #: Rows waiting for that task (e.g. status "queued"); their model has `created_at`.
+    waiting: Q | None = None
+    #: Rows a holder works on (e.g. status "running").
+    working: Q | None = None
 
 
 _KINDS: dict[str, LeaseKind] = {}
 
 
 def lease_kind_register(
-    name: str, model: type[models.Model], *, on_dead: Callable[[list[Any]], Any] | None = None
+    name: str,
+    model: type[models.Model],
+    *,
+    on_dead: Callable[[list[Any]], Any] | None = None,
+    task: str = "",
+    waiting: Q | None = None,
+    working: Q | None = None,
 ) -> None:
-    """Declare a kind of lease (call from an app's `ready()`)."""
-    _KINDS[name] = LeaseKind(name, model, on_dead)
+    """Declare a kind of lease (call from an app's `ready()`). With `task`, rows matching
+    `waiting` or `working` whose task the broker lost are sent again (see
+    :func:`leases_requeue_stalled`)."""
+    _KINDS[name] = LeaseKind(name, model, on_dead, task, waiting, working)
 
 
 def lease_kinds() -> dict[str, LeaseKind]:
@@ -371,3 +396,32 @@ def recover_on_startup(role: str) -> None:
         connection.close()
     if released:
         logger.warning("%s start: released leases of dead processes %s", role, released)
+
+
+def leases_requeue_stalled() -> dict[str, int]:
+    """Send the task again for work whose message the broker may have lost (a broker restarted
+    without persistence, a worker killed with the task unacknowledged, which Redis redelivers
+    only after its visibility timeout of an hour): rows `waiting` since more than
+    HERMES_REQUEUE_SECONDS with no lease, and rows `working` under a lease that expired.
+    Safe to repeat: the task takes the row's lease first, so an extra delivery finds the work
+    done, or busy and comes back later. Returns how many of each kind were sent."""
+    from .queue import task_send
+
+    now = timezone.now()
+    since = now - timedelta(seconds=settings.HERMES_REQUEUE_SECONDS)
+    expired = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now)
+    sent: dict[str, int] = {}
+    for kind in _KINDS.values():
+        if not kind.task:
+            continue
+        stalled = Q(pk__in=[])
+        if kind.waiting is not None:
+            stalled |= kind.waiting & Q(lease_owner="", created_at__lt=since)
+        if kind.working is not None:
+            stalled |= kind.working & expired
+        for pk in kind.model._default_manager.filter(stalled).values_list("pk", flat=True):
+            task_send(kind.task, pk)
+            sent[kind.name] = sent.get(kind.name, 0) + 1
+    if sent:
+        logger.warning("sent stalled work again: %s", sent, extra={"requeued": sent})
+    return sent

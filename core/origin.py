@@ -1,7 +1,9 @@
 """The websocket Origin check: a handshake is accepted only from the site's own origin
-(scheme, host and port, as the browser reached it) or from an origin listed in
-CSRF_TRUSTED_ORIGINS (which holds HERMES_PUBLIC_URL) — the rule Django's CSRF check
-applies to form posts.
+(scheme, host and port, as the browser reached it) or from an origin CSRF_TRUSTED_ORIGINS
+(which holds HERMES_PUBLIC_URL) trusts — by the rule Django's CSRF check applies to form
+posts, so the two never disagree: an entry matches the Origin header exactly, or
+`scheme://*.example.com` matches that domain and its subdomains on that scheme (without a
+port, unless the entry names it). Malformed entries are refused when settings load.
 
 Channels' AllowedHostsOriginValidator compares host names only, so a page served from
 another port or scheme of an allowed host (`http://localhost:9999`, `https://127.0.0.1`
@@ -16,6 +18,7 @@ from urllib.parse import urlsplit
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -54,12 +57,32 @@ def own_origin(scope: dict[str, Any]) -> str | None:
     return normalize_origin(f"{scheme}://{host}")
 
 
+def origin_trusted(origin: str) -> bool:
+    """True when CSRF_TRUSTED_ORIGINS trusts the Origin header `origin`, exactly as Django's
+    CsrfViewMiddleware decides it (an exact entry, or a wildcard subdomain entry)."""
+    entries = settings.CSRF_TRUSTED_ORIGINS
+    if origin in {entry for entry in entries if "*" not in entry}:
+        return True
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    for entry in entries:
+        if "*" in entry:
+            pattern = urlsplit(entry)
+            if pattern.scheme == parts.scheme and is_same_domain(
+                parts.netloc, pattern.netloc.lstrip("*")
+            ):
+                return True
+    return False
+
+
 def origin_allowed(scope: dict[str, Any]) -> bool:
-    origin = normalize_origin(_header(scope, b"origin"))
+    header = _header(scope, b"origin")
+    origin = normalize_origin(header)
     if origin is None:
         return False
-    trusted = {normalize_origin(o) for o in settings.CSRF_TRUSTED_ORIGINS}
-    return origin == own_origin(scope) or origin in trusted
+    return origin == own_origin(scope) or origin_trusted(header)
 
 
 class SameOriginValidator:

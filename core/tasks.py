@@ -15,6 +15,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from . import maintenance
+from .leases import leases_requeue_stalled
 from .realtime import notice_to_user
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,12 @@ def prune() -> dict[str, int]:
     result = maintenance.housekeeping_run("prune")
     logger.info("pruned %s", result, extra={"pruned": result})
     return result
+
+
+@shared_task(name="hermes_site.requeue", soft_time_limit=50, time_limit=60)
+def requeue() -> dict[str, int]:
+    """Background work whose task the broker lost is sent again (core.leases)."""
+    return leases_requeue_stalled()
 
 
 @shared_task(name="hermes_site.optimize_database", soft_time_limit=1700, time_limit=1800)

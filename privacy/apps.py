@@ -8,6 +8,8 @@ class PrivacyConfig(AppConfig):
     verbose_name = "Privacy"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from accounts.account_page import account_section_register
         from core.leases import lease_kind_register
         from core.privacy.admin_base import content_accessed
@@ -19,5 +21,11 @@ class PrivacyConfig(AppConfig):
 
         personal_data.register()
         content_accessed.connect(content_access_record, dispatch_uid="privacy.admin_access")
-        lease_kind_register("export", ExportJob)
+        lease_kind_register(
+            "export",
+            ExportJob,
+            task="accounts.export_build",
+            waiting=Q(status="queued"),
+            working=Q(status="running"),
+        )
         account_section_register("privacy", account_privacy_context)

@@ -8,6 +8,8 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from core.leases import lease_kind_register
         from core.maintenance import housekeeping_register
 
@@ -22,4 +24,10 @@ class SessionsAppConfig(AppConfig):
         personal_data.register()
         lease_kind_register(turn_claim.TURN, Session, on_dead=turn_claim.answers_interrupt)
         lease_kind_register(turn_claim.COMPRESS, Session)
-        lease_kind_register("summary", SearchSummary)
+        lease_kind_register(
+            "summary",
+            SearchSummary,
+            task="sessions_app.summarise_search_hit",
+            waiting=Q(status="pending"),
+            working=Q(status="running"),
+        )

@@ -32,7 +32,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from accounts.services import profile_get
-from core.leases import Lease, LeaseBusy, lease_heartbeat, lease_remaining
+from core.leases import Lease, LeaseBusy, LeaseLost, lease_heartbeat, lease_remaining
 from core.realtime import notice_to_user, publish, session_group
 
 from . import turn_claim
@@ -323,9 +323,13 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
             },
         )
         summary_model = llm.model_for("summary")
+        # Each model call can take minutes: a holder that lost the lease meanwhile (another
+        # process took the compression over) stops before writing anything more.
+        lease.check()
         saved, flush_usage = _flush_memory(
             session, [{"role": "system", "content": prompt}, *conversation], entry=summary_model
         )
+        lease.check()
         manager = memory_providers_for(session.owner)
         manager.initialize_all(
             session.pk,
@@ -336,6 +340,7 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
         )
         provider_context = manager.on_pre_compress(conversation)
         summary, usage = _summarise(plan, provider_context=provider_context, entry=summary_model)
+        lease.check()
         # The flush and summary calls count toward the compressed conversation's usage.
         model, prices = summary_model.model_id, summary_model.prices
         session_bill(
@@ -345,6 +350,9 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
                 CallUsage.of(model, usage, prices=prices),
             ],
         )
+    except LeaseLost:
+        logger.warning("compression of %s stopped: its lease was lost", session.pk)
+        return None
     except llm.LLMError as exc:
         logger.warning("compression of %s failed: %s", session.pk, exc.message)
         _cooldown(lease, exc.message)

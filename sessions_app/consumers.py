@@ -50,8 +50,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return
         self.user = user
         self.groups_joined: set[str] = set()
-        await self._join(user_group(user.pk))
+        # Accept first: with the channel layer down the join below fails, and only an
+        # accepted socket can tell the tab why (a refused handshake was a bare 500).
         await self.accept()
+        await self._join(user_group(user.pk))
 
     async def _join(self, group: str) -> None:
         if group not in self.groups_joined:

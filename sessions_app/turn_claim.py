@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from core.leases import Lease, lease_acquire, lease_is_live, owner_kind
@@ -48,24 +48,31 @@ def is_compressing(*, session_id: str) -> bool:
     return holder_kind(session_id=session_id) == COMPRESS
 
 
+def _status_of_abandoned() -> Case:
+    """What an answer left "streaming" by a dead holder becomes: "interrupted" when it has
+    text (kept), "failed" when nothing had been streamed yet (as a live turn decides)."""
+    return Case(
+        When(content="", then=Value(Message.Status.FAILED)),
+        default=Value(Message.Status.INTERRUPTED),
+    )
+
+
 def answers_interrupt(session_ids: list[Any]) -> int:
     """Answers left "streaming" in these conversations by a holder that died become
-    "interrupted", keeping the text saved so far."""
+    "interrupted", keeping the text saved so far ("failed" when there was none)."""
     return Message.objects.filter(
         session_id__in=session_ids, status=Message.Status.STREAMING
-    ).update(status=Message.Status.INTERRUPTED, finish_reason="process_died")
+    ).update(status=_status_of_abandoned(), finish_reason="process_died")
 
 
 def answers_close_abandoned(*, session_id: str | None = None) -> int:
     """Answers still "streaming" where no live turn holds the conversation (its holder died
-    and nobody took over yet) become "interrupted", text kept. One UPDATE, so a turn that
-    takes the conversation meanwhile keeps its own answer."""
+    and nobody took over yet) become "interrupted", text kept ("failed" without). One
+    UPDATE, so a turn that takes the conversation meanwhile keeps its own answer."""
     rows = Message.objects.filter(status=Message.Status.STREAMING)
     if session_id is not None:
         rows = rows.filter(session_id=session_id)
     live = Q(
         session__lease_owner__startswith=f"{TURN}@", session__lease_expires_at__gt=timezone.now()
     )
-    return rows.exclude(live).update(
-        status=Message.Status.INTERRUPTED, finish_reason="process_died"
-    )
+    return rows.exclude(live).update(status=_status_of_abandoned(), finish_reason="process_died")

@@ -8,6 +8,8 @@ class SkillsAppConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from core.leases import lease_kind_register
         from sessions_app.agent.extensions import (
             PromptSection,
@@ -29,4 +31,10 @@ class SkillsAppConfig(AppConfig):
         after_turn_register("skill_review", review_after_turn)
         inspector_section_register("skills", skills_inspector_context)
         personal_data.register()
-        lease_kind_register("review", ReviewRun)
+        lease_kind_register(
+            "review",
+            ReviewRun,
+            task="skills_app.review_session",
+            waiting=Q(status="queued"),
+            working=Q(status="running"),
+        )

@@ -32,6 +32,33 @@ if "*" in ALLOWED_HOSTS and not _allow_any_host:
 CSRF_TRUSTED_ORIGINS = declare_list(
     "CSRF_TRUSTED_ORIGINS", [], help="Extra origins (with scheme) trusted for form posts."
 )
+
+
+def _malformed_origin(origin: str) -> bool:
+    """Not `scheme://host[:port]` or Django's `scheme://*.domain[:port]`: Django's CSRF check
+    would never match it (or, for a bare `*`, nothing sensible), so it is refused at start."""
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return True
+    host = parts.netloc.removeprefix("*.")
+    return (
+        parts.scheme not in ("http", "https")
+        or not host
+        or "*" in host
+        or "@" in host
+        or bool(parts.path or parts.query or parts.fragment)
+    )
+
+
+_bad_origins = [o for o in CSRF_TRUSTED_ORIGINS if _malformed_origin(o)]
+if _bad_origins:
+    raise ImproperlyConfigured(
+        f"CSRF_TRUSTED_ORIGINS: {', '.join(map(repr, _bad_origins))} is not an origin; write "
+        "scheme://host[:port] (e.g. https://chat.example.org) or scheme://*.domain for its "
+        "subdomains (e.g. https://*.example.org)."
+    )
 HERMES_PUBLIC_URL = declare_str(
     "HERMES_PUBLIC_URL", "", help="The site's public URL, scheme and host only."
 ).rstrip("/")
@@ -185,6 +212,15 @@ HERMES_LEASE_HEARTBEAT = declare_float(
     min=0.1,
     help="Seconds between heartbeats renewing a lease (well under HERMES_LEASE_SECONDS).",
 )
+# How long queued background work (an export, a review, a search summary) may wait before
+# the periodic `requeue` task sends its task again, in case the broker lost the message.
+HERMES_REQUEUE_SECONDS = declare_int(
+    "HERMES_REQUEUE_SECONDS",
+    60,
+    min=1,
+    help="Seconds queued background work waits before its task is sent again (and how "
+    "often that is checked).",
+)
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
@@ -210,6 +246,7 @@ CELERY_BEAT_SCHEDULE = {
     "optimize-database": {"task": "hermes_site.optimize_database", "schedule": 24 * 60 * 60},
     "privacy-expire-exports": {"task": "accounts.exports_expire", "schedule": 30 * 60},
     "expire-temporary-chats": {"task": "sessions_app.expire_temporary_chats", "schedule": 60 * 60},
+    "requeue": {"task": "hermes_site.requeue", "schedule": HERMES_REQUEUE_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -246,6 +283,14 @@ HERMES_PORT = declare_int(
 )
 HERMES_WORKERS = declare_int(
     "HERMES_WORKERS", 2, min=1, help="Concurrency of the Celery worker `make run` starts."
+)
+# One scheduler per deployment: `make run` embeds it next to its own Valkey; with REDIS_URL
+# (a shared Redis, where a deployment runs `make beat`) only when asked.
+HERMES_EMBEDDED_BEAT = declare_bool(
+    "HERMES_EMBEDDED_BEAT",
+    not REDIS_URL,
+    help="Run the periodic-task scheduler inside the worker `make run` starts.",
+    default_doc="on without `REDIS_URL`",
 )
 HERMES_RESTART_DELAY = declare_float(
     "HERMES_RESTART_DELAY",

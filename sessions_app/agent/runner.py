@@ -29,7 +29,7 @@ from django.conf import settings
 
 from accounts.services import profile_get
 from core.exceptions import ServiceError
-from core.leases import lease_heartbeat_async
+from core.leases import Lease, lease_heartbeat_async
 from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 
@@ -192,15 +192,21 @@ async def _run_turn(
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
     assert start.lease is not None
     heartbeat = asyncio.get_running_loop().create_task(
-        lease_heartbeat_async(start.lease, on_beat=lambda: _alive(turn))
+        lease_heartbeat_async(start.lease, on_beat=lambda: turn.events.alive(turn.state.message_id))
     )
+    heartbeat.add_done_callback(_stop_when_lost(start.lease, asyncio.current_task()))
     setup: _Setup | None = None
     answered = False
     try:
         setup = await _prepare(turn)
         answered = await _loop(turn, setup)
     except asyncio.CancelledError:
-        await _close_unfinished(turn, status="interrupted", reason="stopped")
+        if start.lease.lost.is_set():
+            # Another process took the conversation over (this one stalled past the
+            # lease): its answer is the new holder's to close; write nothing more.
+            logger.warning("turn in session %s stopped: its lease was lost", turn.session_id)
+        else:
+            await _close_unfinished(turn, status="interrupted", reason="stopped")
         raise
     except llm.LLMError as exc:
         await _close_unfinished(turn, status=_unfinished(turn), reason=exc.code.value)
@@ -237,23 +243,20 @@ async def _run_turn(
         await control.stop()
 
 
+def _stop_when_lost(lease: Lease, task: asyncio.Task[Any] | None) -> Callable[[Any], None]:
+    """A done-callback for the turn's heartbeat: it only ends by itself when a renewal found
+    the lease taken over, and then the turn must stop so that two writers never race."""
+
+    def stop(heartbeat: asyncio.Task[None]) -> None:
+        if not heartbeat.cancelled() and lease.lost.is_set() and task is not None:
+            task.cancel()
+
+    return stop
+
+
 def _unfinished(turn: _Turn) -> str:
     """A broken-off answer with text is "interrupted" (the text stays), without "failed"."""
     return "interrupted" if turn.state.text else "failed"
-
-
-async def _alive(turn: _Turn) -> None:
-    """The heartbeat tabs watch: a tab that hears nothing for a while, or sees a `seq` past
-    the last event it got (a lost `assistant.done`), asks for a snapshot."""
-    await apublish(
-        session_group(turn.session_id),
-        {
-            "type": "turn.alive",
-            "session": turn.session_id,
-            "seq": turn.events.last_seq,
-            "message_id": turn.state.message_id,
-        },
-    )
 
 
 # --- prepare ----------------------------------------------------------------------------------

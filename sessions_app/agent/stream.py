@@ -39,6 +39,19 @@ class TurnEvents:
             self.listener(event)
         await apublish(session_group(self.session_id), event)
 
+    async def alive(self, message_id: int) -> None:
+        """The heartbeat tabs watch: a tab that hears nothing for a while, or sees a `seq`
+        past the last event it got (a lost `assistant.done`), asks for a snapshot."""
+        await apublish(
+            session_group(self.session_id),
+            {
+                "type": "turn.alive",
+                "session": self.session_id,
+                "seq": self.last_seq,
+                "message_id": message_id,
+            },
+        )
+
 
 @dataclass
 class StreamState:

@@ -19,6 +19,7 @@ from sessions_app.compression import next_title_in_lineage, plan_compression, se
 from sessions_app.lineage import compression_chain
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,3 +254,33 @@ def test_plan_never_starts_the_tail_inside_a_tool_group():
     assert any(m["content"] == "last" for m in plan.tail)
     kept = plan.head + plan.middle + plan.tail
     assert kept == messages
+
+
+def test_a_compression_that_lost_its_lease_stops_and_writes_nothing(
+    owner, scripted, small_window, settings
+):
+    # This process stalls past its lease; another takes the compression over. The stalled
+    # one's heartbeat finds out, and it stops before writing its summary, bill or split.
+    settings.HERMES_LEASE_HEARTBEAT = 0.1
+    script_compression(scripted, summary_fault=Fault(latency=1.5))
+    session = Session.objects.create(owner=owner, title="Lost")
+    for i in range(8):
+        Message.objects.create(session=session, role="user", content=f"Turn {i} {LONG}")
+        Message.objects.create(session=session, role="assistant", status="complete", content=LONG)
+    results = []
+    loser = threading.Thread(target=lambda: results.append(session_compress(session_id=session.pk)))
+    loser.start()
+    wait_for(
+        lambda: any("summarisation agent" in json.dumps(b) for b in scripted.requests),
+        timeout=20,
+        what="the summary call",
+    )
+    taker = "compress@elsewhere:1#taker"
+    Session.objects.filter(pk=session.pk).update(lease_owner=taker)
+    loser.join(timeout=30)
+    assert results == [None]
+    session.refresh_from_db()
+    assert (session.lease_owner, session.ended_at, session.end_reason) == (taker, None, "")
+    assert session.compression_cooldown_until is None and session.compression_failure_error == ""
+    assert not Session.objects.filter(parent=session).exists()
+    assert session.input_tokens == 0  # the summary call was not billed by the loser

@@ -191,3 +191,56 @@ def test_a_slow_provider_mirror_is_time_boxed_and_logged(owner, settings, recall
     assert time.monotonic() - started < 2
     assert "took longer than 0.3s" in caplog.text
     providers.RELEASE.set()
+
+
+def test_a_turn_that_lost_its_lease_stops_and_leaves_the_answer_to_the_taker(
+    owner, scripted, sockets, settings
+):
+    # This process stalls past its lease; another takes the conversation over and closes
+    # the answer. The stalled turn's heartbeat finds out: the turn stops, writing nothing.
+    from channels.db import database_sync_to_async
+
+    from sessions_app.agent import runner
+
+    settings.HERMES_LEASE_HEARTBEAT = 0.1
+    settings.HERMES_STREAM_SAVE_INTERVAL = 0.05
+    scripted.chunk_delay = 0.05
+    scripted.enqueue(reply="word " * 200)
+    sockets.login(owner)
+    taker = "turn@elsewhere:1#taker"
+
+    def take_over(message_id: int) -> None:
+        # What another process's turn_begin does with an expired lease.
+        Session.objects.filter(messages__id=message_id).update(lease_owner=taker)
+        Message.objects.filter(pk=message_id).update(
+            status="interrupted", content="closed by the taker", finish_reason="process_died"
+        )
+
+    async def scenario():
+        ws = await sockets.open(owner)
+        await ws.send_json_to({"type": "chat.send", "session": None, "text": "Talk"})
+        deltas = 0
+        while deltas < 3:
+            event = await ws.receive_json_from(timeout=20)
+            deltas += event["type"] == "assistant.delta"
+        answer = await database_sync_to_async(lambda: Message.objects.get(role="assistant").pk)()
+        await database_sync_to_async(take_over)(answer)
+        for _ in range(50):
+            if not runner.running_turns():
+                break
+            await asyncio.sleep(0.1)
+        stopped = not runner.running_turns()
+        await asyncio.sleep(0.5)  # a loser still writing would have saved by now
+        await ws.disconnect()
+        await settle()
+        return answer, stopped
+
+    answer_id, stopped = run(scenario())
+    assert stopped
+    answer = Message.objects.get(pk=answer_id)
+    assert (answer.status, answer.content, answer.finish_reason) == (
+        "interrupted",
+        "closed by the taker",
+        "process_died",
+    )
+    assert Session.objects.get(pk=answer.session_id).lease_owner == taker

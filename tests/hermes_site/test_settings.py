@@ -29,7 +29,7 @@ PROBE = (
     "'key': settings.SECRET_KEY, 'db': settings.DATABASES['default']['ENGINE'], "
     "'opts': settings.DATABASES['default'].get('OPTIONS', {}), "
     "'layer': settings.CHANNEL_LAYERS['default']['BACKEND'], "
-    "'broker': settings.CELERY_BROKER_URL}))"
+    "'broker': settings.CELERY_BROKER_URL, 'beat': settings.HERMES_EMBEDDED_BEAT}))"
 )
 OUR_VARS = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "HERMES_VAR_DIR")
 
@@ -62,6 +62,7 @@ def test_defaults_are_safe_and_embedded(tmp_path):
     assert "synchronous=NORMAL" in values["opts"]["init_command"]
     assert values["opts"]["timeout"] >= 5
     assert values["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert values["beat"] is True  # `make run` schedules its own housekeeping
 
 
 def test_secret_key_is_generated_once_into_var_and_kept(tmp_path):
@@ -77,6 +78,16 @@ def test_redis_url_selects_redis_for_layer_and_broker(tmp_path):
     values = json.loads(run_settings(tmp_path, REDIS_URL="unix:///tmp/x.sock").stdout)
     assert values["layer"] == "channels_redis.core.RedisChannelLayer"
     assert values["broker"] == "redis+socket:///tmp/x.sock"
+    # A shared Redis has its deployment's one `make beat`: `make run` adds no second one...
+    assert values["beat"] is False
+
+
+def test_the_embedded_beat_beside_a_shared_redis_is_opt_in(tmp_path):
+    # ... unless told this machine is the only one using that Redis.
+    values = json.loads(
+        run_settings(tmp_path, REDIS_URL="unix:///tmp/x.sock", HERMES_EMBEDDED_BEAT="true").stdout
+    )
+    assert values["beat"] is True
 
 
 def test_a_wrong_database_url_names_the_setting(tmp_path):
@@ -95,6 +106,28 @@ def test_allowed_hosts_star_is_refused(tmp_path):
     result = run_settings(tmp_path, ALLOWED_HOSTS="*")
     assert result.returncode != 0
     assert "ALLOWED_HOSTS" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "origins",
+    [
+        "chat.example.org",
+        "https://chat.example.org/app",
+        "*",
+        "https://*",
+        "https://a*.example.org",
+    ],
+)
+def test_a_trusted_origin_that_is_no_origin_is_refused(tmp_path, origins):
+    result = run_settings(tmp_path, CSRF_TRUSTED_ORIGINS=f"https://ok.example.org,{origins}")
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "CSRF_TRUSTED_ORIGINS" in last and repr(origins) in last
+
+
+def test_the_wildcard_subdomain_form_is_a_trusted_origin(tmp_path):
+    result = run_settings(tmp_path, CSRF_TRUSTED_ORIGINS="https://*.example.org,http://h:81")
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_value_of_the_wrong_type_names_the_variable(tmp_path):
@@ -132,7 +165,8 @@ ROW = re.compile(
     r"^\| *(`[A-Z][A-Z0-9_]*`(?: *[/,] *`[A-Z][A-Z0-9_]*`)*) *\| *([^|]*?) *\|", re.MULTILINE
 )
 # Environment variables the README mentions that the test suite reads, not the app.
-TEST_SWITCHES = {"HERMES_STACK_TEST"}
+# Variables only the test suite reads (they configure a test run, not the site).
+TEST_SWITCHES = {"HERMES_STACK_TEST", "HERMES_CHAOS_RUNS", "HERMES_CHAOS_SEEDS"}
 
 
 def readme_defaults() -> dict[str, str]:

@@ -143,6 +143,35 @@ def test_logged_in_same_origin_handshake_is_accepted(owner):
     assert asyncio.run(run()) is True
 
 
+def test_a_socket_opened_while_the_channel_layer_is_down_says_so(owner, settings):
+    # Found by the chaos suite: during a Valkey restart the handshake failed with a 500.
+    from channels.layers import channel_layers
+
+    from tests.conftest import free_port
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nobody listens
+        }
+    }
+    channel_layers.backends.clear()
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie), SITE]
+        )
+        event = await communicator.receive_json_from(timeout=10)
+        closed = await communicator.receive_output(timeout=10)
+        return connected, event, closed
+
+    connected, event, closed = asyncio.run(run())
+    assert connected is True
+    assert (event["type"], event["code"]) == ("error", "realtime_unavailable")
+    assert closed == {"type": "websocket.close", "code": 1013}
+
+
 @pytest.mark.slow
 def test_task_run_by_a_real_worker_reaches_the_open_socket(
     owner, outsider, redis_channel_layer, celery_worker
@@ -181,3 +210,45 @@ def test_task_run_by_a_real_worker_reaches_the_open_socket(
         "text": "Memory updated",
     }
     assert nothing_for_outsider
+
+
+TRUSTED = ["https://*.example.com", "https://chat.example.org", "http://10.0.0.5:8080"]
+
+
+@pytest.mark.parametrize(
+    ("origin", "expected"),
+    [
+        ("https://example.com", True),  # the wildcard's own domain
+        ("https://a.example.com", True),
+        ("https://a.b.example.com", True),
+        ("http://a.example.com", False),  # another scheme
+        ("https://a.example.com:8443", False),  # a port the entry does not name
+        ("https://evilexample.com", False),
+        ("https://example.com.evil.org", False),
+        ("https://chat.example.org", True),
+        ("https://chat.example.org:443", False),  # Django compares the header as sent
+        ("https://sub.chat.example.org", False),
+        ("http://10.0.0.5:8080", True),
+        ("http://10.0.0.5", False),
+        ("null", False),
+    ],
+)
+def test_websockets_trust_the_origins_djangos_csrf_check_trusts(owner, settings, origin, expected):
+    from django.middleware.csrf import CsrfViewMiddleware
+    from django.test import RequestFactory
+
+    settings.CSRF_TRUSTED_ORIGINS = TRUSTED
+    # The reference: what Django's CSRF middleware decides for a form post from `origin`.
+    request = RequestFactory().post("/", HTTP_ORIGIN=origin, HTTP_HOST="127.0.0.1:8000")
+    django_trusts = CsrfViewMiddleware(lambda r: None)._origin_verified(request)
+    cookie = session_cookie(owner)
+
+    async def run():
+        communicator, connected = await connect(
+            [(b"origin", origin.encode()), (b"cookie", cookie), SITE]
+        )
+        await communicator.disconnect()
+        return connected
+
+    assert django_trusts is expected
+    assert asyncio.run(run()) is expected

@@ -125,6 +125,24 @@ def test_startup_releases_dead_leases_and_interrupts_their_answers(
     assert [h.pk for h in leases.leases_held()] == [other.pk]
 
 
+def test_an_answer_a_dead_holder_had_not_started_is_failed_not_interrupted(
+    session: Session,
+) -> None:
+    # Found by the chaos suite: daphne killed before the first delta left an empty answer
+    # "interrupted"; a broken-off answer without text is "failed", as a live turn marks it.
+    empty = Message.objects.create(session=session, role="assistant", status="streaming")
+    Session.objects.filter(pk=session.pk).update(
+        lease_owner=dead_owner("turn"), lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    assert leases.leases_recover_dead() == {"turn": 1}
+    empty.refresh_from_db()
+    assert (empty.status, empty.content, empty.finish_reason) == ("failed", "", "process_died")
+    other = Message.objects.create(session=session, role="assistant", status="streaming")
+    assert turn_claim.answers_close_abandoned(session_id=session.pk) == 1
+    other.refresh_from_db()
+    assert other.status == "failed"
+
+
 def test_the_leases_command_lists_what_is_held(session: Session) -> None:
     import io
 
@@ -136,3 +154,38 @@ def test_the_leases_command_lists_what_is_held(session: Session) -> None:
     line = out.getvalue().strip()
     assert line.startswith(f"turn\tsessions_app.Session\t{session.pk}\t{lease.owner}\t")
     assert line.endswith("s left")
+
+
+def test_work_whose_task_the_broker_lost_is_sent_again_once_it_waited(
+    owner: Any, settings: Any, tmp_path: Any
+) -> None:
+    from privacy.models import ExportJob
+
+    settings.HERMES_EXPORT_DIR = str(tmp_path)
+    settings.HERMES_REQUEUE_SECONDS = 60
+    lost = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    dead_build = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=dead_build.pk).update(
+        status="running",
+        lease_owner="export@elsewhere:1#x",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    just_queued = ExportJob.objects.create(owner=owner)
+    building = ExportJob.objects.create(owner=owner)
+    ExportJob.objects.filter(pk=building.pk).update(
+        status="running",
+        lease_owner="export@elsewhere:1#y",
+        lease_expires_at=timezone.now() + timedelta(minutes=1),
+    )
+    # Tasks run inline here: what is sent again is built at once.
+    assert leases.leases_requeue_stalled() == {"export": 2}
+    statuses = dict(ExportJob.objects.values_list("pk", "status"))
+    assert statuses == {
+        lost.pk: "done",
+        dead_build.pk: "done",
+        just_queued.pk: "queued",
+        building.pk: "running",
+    }
+    assert len(list(tmp_path.glob("*.zip"))) == 2
+    assert leases.leases_requeue_stalled() == {}

@@ -1,5 +1,6 @@
 """`python manage.py serve`: the embedded Valkey, the ASGI server and a Celery worker (with
-the periodic-task scheduler embedded), supervised together.
+the periodic-task scheduler embedded, unless REDIS_URL names a shared Redis whose deployment
+runs its own: see HERMES_EMBEDDED_BEAT), supervised together.
 
 A process that dies is restarted after HERMES_RESTART_DELAY seconds, doubled after each
 crash up to HERMES_RESTART_DELAY_MAX, back to the first delay once it had run for
@@ -137,11 +138,13 @@ class Command(BaseCommand):
         children = [Child("web", web)]
         if not options["no_worker"]:
             # --quiet: no start-up banner; the worker still logs "ready" and what it runs.
-            # -B: the periodic tasks' scheduler runs inside it (one per machine, as it must).
             worker = [python, "-m", "celery", "-A", "hermes_site", "--quiet", "worker"]
             worker += ["--loglevel", "INFO", "--concurrency", str(options["worker_concurrency"])]
             worker += ["--without-gossip", "--without-mingle"]
-            worker += ["-B", "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME]
+            if settings.HERMES_EMBEDDED_BEAT:
+                # -B: the periodic tasks' scheduler runs inside it. Not by default beside a
+                # shared Redis: the deployment's own `make beat` would send everything twice.
+                worker += ["-B", "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME]
             children.append(Child("worker", worker))
         return children
 
