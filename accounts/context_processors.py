@@ -8,6 +8,7 @@ from django.urls import NoReverseMatch, reverse
 
 from model_catalog.selectors import any_configured
 
+from .mail import mail_enabled
 from .models import Profile
 
 # (label, url name). Sections appear in the navigation once their app provides the URL.
@@ -68,5 +69,6 @@ def hermes(request: HttpRequest) -> dict[str, object]:
         # A callable: only the pages with the no-model banner read the catalog, once.
         "llm_configured": functools.cache(any_configured),
         "allow_signup": settings.HERMES_ALLOW_SIGNUP,
+        "mail_enabled": mail_enabled(),
         "navigation": _navigation(request) if authenticated else [],
     }

@@ -18,6 +18,7 @@ from core.middleware import errors_back_to
 
 from . import selectors, services
 from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm
+from .mail import mail_enabled, mail_send, site_origin
 
 _LINK_KEY = "team_link"
 
@@ -27,15 +28,31 @@ def _require_admin(request: HttpRequest) -> None:
         raise Http404
 
 
-def _absolute(request: HttpRequest, path: str) -> str:
-    if settings.HERMES_PUBLIC_URL:
-        return settings.HERMES_PUBLIC_URL + path
-    return request.build_absolute_uri(path)
-
-
-def _remember_link(request: HttpRequest, *, user_id: int, kind: str, path: str) -> None:
-    # Shown once on the next page, then gone from the session.
-    request.session[_LINK_KEY] = {"user_id": user_id, "kind": kind, "url": _absolute(request, path)}
+def _hand_out(request: HttpRequest, *, user, kind: str, path: str) -> None:
+    """Mail the invitation or reset link to `user` when the site sends mail and they have an
+    address, and keep it for the next page either way, with how the mail went (shown once,
+    then gone from the session)."""
+    url = site_origin(request) + path
+    mailed = ""
+    if mail_enabled() and user.email:
+        sent = mail_send(
+            to=user.email,
+            template=kind,
+            context={
+                "url": url,
+                "username": user.get_username(),
+                "inviter": request.user.get_username(),
+                "link_days": _link_days(),
+            },
+        )
+        mailed = "sent" if sent else "failed"
+    request.session[_LINK_KEY] = {
+        "user_id": user.pk,
+        "kind": kind,
+        "url": url,
+        "mailed": mailed,
+        "email": user.email,
+    }
 
 
 def _link_days() -> int:
@@ -59,7 +76,7 @@ def team(request: HttpRequest) -> HttpResponse:
         except ServiceError as exc:
             form.add_error("username" if exc.code == "duplicate" else None, exc.message)
         else:
-            _remember_link(request, user_id=user.pk, kind="invite", path=path)
+            _hand_out(request, user=user, kind="invitation", path=path)
             messages.success(request, f"{user.get_username()} was added.")
             return redirect("team")
     members = selectors.team_members()
@@ -196,7 +213,8 @@ def member_active(request: HttpRequest, user_id: int) -> HttpResponse:
 def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
     def reset() -> None:
         path = services.member_password_reset(actor=request.user, user_id=user_id)
-        _remember_link(request, user_id=user_id, kind="reset", path=path)
+        user = services.access_member(actor=request.user, user_id=user_id)
+        _hand_out(request, user=user, kind="reset", path=path)
 
     return _act(request, user_id, reset, "The old password no longer works.")
 
@@ -207,7 +225,8 @@ def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
 def member_invite(request: HttpRequest, user_id: int) -> HttpResponse:
     def invite() -> None:
         path = services.member_invite_link(actor=request.user, user_id=user_id)
-        _remember_link(request, user_id=user_id, kind="invite", path=path)
+        user = services.access_member(actor=request.user, user_id=user_id)
+        _hand_out(request, user=user, kind="invitation", path=path)
 
     return _act(request, user_id, invite, "")
 

@@ -56,6 +56,19 @@ def limits_for(request: HttpRequest | None, username: str | None) -> list[Limit]
     return [limit for limit in limits if limit.max_attempts > 0]
 
 
+def reset_limits_for(request: HttpRequest, email: str) -> list[Limit]:
+    """Limits on "Forgot password" requests, with the login's numbers: per client address
+    and per e-mail address (whether or not it belongs to anyone). None is refunded."""
+    limits = [Limit(_digest("reset-ip", client_ip(request)), settings.HERMES_LOGIN_MAX_PER_IP)]
+    if email:
+        limits.append(
+            Limit(
+                _digest("reset-email", email.strip().casefold()), settings.HERMES_LOGIN_MAX_PER_USER
+            )
+        )
+    return [limit for limit in limits if limit.max_attempts > 0]
+
+
 def _window() -> timedelta:
     return timedelta(seconds=settings.HERMES_LOGIN_WINDOW_SECONDS)
 

@@ -14,6 +14,14 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    path("password/forgot/", views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "password/forgot/sent/",
+        auth_views.PasswordResetDoneView.as_view(
+            template_name="registration/password_reset_sent.html"
+        ),
+        name="password_reset_done",
+    ),
     path("signup/", views.signup, name="signup"),
     path("", views.account, name="account"),
     path("theme/", views.theme_set, name="theme_set"),

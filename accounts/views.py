@@ -7,15 +7,17 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
 from core.middleware import errors_back_to
 
-from . import services
+from . import services, throttle
 from .account_page import account_sections_context
 from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
+from .mail import SITE_NAME, mail_enabled, site_origin
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -32,6 +34,41 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         if form.has_error("old_password", "too_many_attempts"):
             response.status_code = 429
         return response
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """ "Forgot password": mails a link to choose a new password to the active accounts with
+    that address. The answer is the same page whether or not an account has it. Requests
+    count against limits per client address and per e-mail address (429 past them). Without
+    a mail server the page says to ask the team's administrator."""
+
+    template_name = "registration/password_reset_form.html"
+    subject_template_name = "mail/password_reset_subject.txt"
+    email_template_name = "mail/password_reset.txt"
+    success_url = reverse_lazy("password_reset_done")
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not mail_enabled():
+            return self.get(request, *args, **kwargs)
+        return super().post(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs) -> dict:
+        return {**super().get_context_data(**kwargs), "mail_enabled": mail_enabled()}
+
+    def form_valid(self, form) -> HttpResponse:
+        limits = throttle.reset_limits_for(self.request, form.cleaned_data["email"])
+        retry_after = throttle.attempt_begin(limits)
+        if retry_after:
+            response = render(
+                self.request,
+                "registration/login_throttled.html",
+                {"wait": throttle.wait_in_words(retry_after), "reset": True},
+                status=429,
+            )
+            response["Retry-After"] = str(retry_after)
+            return response
+        self.extra_email_context = {"origin": site_origin(self.request), "site_name": SITE_NAME}
+        return super().form_valid(form)
 
 
 @login_required

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.mail import site_origin
 from sessions_app.models import Message
 
 from . import erase, jobs
@@ -87,7 +88,7 @@ class MeExportApi(APIView):
     def get(self, request: Request) -> Any:
         size = Message.objects.filter(session__owner=request.user).count()
         if request.query_params.get("async") or size > settings.HERMES_EXPORT_SYNC_MAX_MESSAGES:
-            job = jobs.export_job_start(user=request.user)
+            job = jobs.export_job_start(user=request.user, origin=site_origin(request))
             body = {
                 "job": job_payload(job),
                 "message": "Your archive is being built; poll `url`, then download it.",
@@ -103,7 +104,7 @@ class MeExportJobsApi(APIView):
 
     @extend_schema(request=None, responses={202: OpenApiResponse(description="The job")})
     def post(self, request: Request) -> Response:
-        job = jobs.export_job_start(user=request.user)
+        job = jobs.export_job_start(user=request.user, origin=site_origin(request))
         payload = job_payload(job)
         return Response(payload, status=202, headers={"Location": payload["url"]})
 

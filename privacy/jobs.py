@@ -25,8 +25,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.http import FileResponse
+from django.urls import reverse
 from django.utils import timezone
 
+from accounts.mail import mail_enabled, mail_send, site_origin
 from core.exceptions import NotFound, ServiceError
 from core.leases import (
     Lease,
@@ -84,10 +86,11 @@ def export_filename(user: AbstractBaseUser, when: datetime | None = None) -> str
 # --- starting -------------------------------------------------------------------------------
 
 
-def export_job_start(*, user: AbstractBaseUser) -> ExportJob:
+def export_job_start(*, user: AbstractBaseUser, origin: str = "") -> ExportJob:
     """Queue an export for `user`, or return the one already queued or being built (a
     second click must not build two archives). A build whose process died (its lease is no
-    longer renewed) is marked failed first. Raises ServiceError 503 when the task cannot be
+    longer renewed) is marked failed first. `origin` (the site's, see accounts.mail) is where
+    the "export ready" mail links to. Raises ServiceError 503 when the task cannot be
     queued; the job is then failed, not left queued."""
     queued_since = timezone.now() - timedelta(seconds=settings.HERMES_EXPORT_TASK_LIMIT + 60)
     with transaction.atomic():
@@ -113,7 +116,7 @@ def export_job_start(*, user: AbstractBaseUser) -> ExportJob:
             )
 
         task_send_on_commit(
-            "accounts.export_build", job_id, task_id=job.task_id, on_failure=unqueued
+            "accounts.export_build", job_id, origin, task_id=job.task_id, on_failure=unqueued
         )
     return job
 
@@ -138,7 +141,7 @@ def exports_fail_stalled(*, user: AbstractBaseUser | None = None) -> int:
 # --- running --------------------------------------------------------------------------------
 
 
-def export_job_run(*, job_id: int) -> str:
+def export_job_run(*, job_id: int, origin: str = "") -> str:
     """Build the archive of job `job_id`; returns the job's final status. Safe to run twice:
     only the lease holder builds; a dead build's lease is taken over and the build starts
     again; raises LeaseBusy while a live build holds it."""
@@ -159,7 +162,10 @@ def export_job_run(*, job_id: int) -> str:
         status = ExportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
         return status or "gone"
     with lease_heartbeat(lease):
-        return _build_holding(lease)
+        status = _build_holding(lease)
+    if status == "done":
+        _tell_ready(job_id=job_id, origin=origin)
+    return status
 
 
 def _build_holding(lease: Lease) -> str:
@@ -203,6 +209,23 @@ def _build_holding(lease: Lease) -> str:
         target.unlink(missing_ok=True)
         return "cancelled"
     return "done"
+
+
+def _tell_ready(*, job_id: int, origin: str) -> None:
+    """Mail the owner that the archive is ready (when the site sends mail and they have an
+    address). A failure to send is logged; the archive stays ready on the account page."""
+    job = ExportJob.objects.select_related("owner").get(pk=job_id)
+    if not (mail_enabled() and job.owner.email):
+        return
+    mail_send(
+        to=job.owner.email,
+        template="export_ready",
+        context={
+            "username": job.owner.get_username(),
+            "url": (site_origin(None) or origin) + reverse("account") + "#data",
+            "expires_at": job.expires_at,
+        },
+    )
 
 
 # --- reading --------------------------------------------------------------------------------

@@ -21,11 +21,13 @@ from .jobs import exports_expire as expire
     time_limit=settings.HERMES_EXPORT_TASK_LIMIT + 30,
     acks_late=True,
 )
-def export_build(self: Task, job_id: int) -> dict[str, object]:
+def export_build(self: Task, job_id: int, origin: str = "") -> dict[str, object]:
     """Build the archive of ExportJob `job_id`. The result holds no personal data (it is
     kept in the result backend): only the job id and its final status. A redelivery takes
-    over the lease of a build whose process died."""
-    return {"job": job_id, "status": run_leased(self, lambda: export_job_run(job_id=job_id))}
+    over the lease of a build whose process died. `origin` is where the "export ready" mail
+    links to (empty: HERMES_PUBLIC_URL)."""
+    status = run_leased(self, lambda: export_job_run(job_id=job_id, origin=origin))
+    return {"job": job_id, "status": status}
 
 
 @shared_task(name="accounts.exports_expire", time_limit=300)

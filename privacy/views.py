@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.mail import site_origin
 from core.flash import section_tag
 from core.middleware import errors_back_to
 
@@ -53,7 +54,7 @@ def _back(anchor: str) -> HttpResponse:
 @login_required
 @require_POST
 def export_start(request: HttpRequest) -> HttpResponse:
-    job = jobs.export_job_start(user=request.user)
+    job = jobs.export_job_start(user=request.user, origin=site_origin(request))
     if job.status == "done":
         _tell(request, messages.SUCCESS, "Your archive is ready to download.", section="data")
     else:

@@ -21,6 +21,7 @@ DEV_IMPORTS = {
     "playwright": "playwright",
     "websockets": "websockets",
     "rank-bm25": "rank_bm25",
+    "aiosmtpd": "aiosmtpd",
 }
 # Where dev tools may be imported: the tests themselves and the benchmarks (`make bench`
 # installs requirements-dev.txt).

@@ -7,6 +7,7 @@ import ipaddress
 import logging
 from urllib.parse import urlsplit
 
+import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from .core import VAR_DIR
@@ -275,6 +276,44 @@ HERMES_DAILY_TOKEN_LIMIT = declare_int(
     min=0,
     help="Tokens a person's answers may use per day (0: no limit).",
 )
+
+# --- E-mail: invitations, password resets, export-ready notices (accounts/mail.py) ----
+EMAIL_URL = declare_str(
+    "EMAIL_URL",
+    "",
+    help="The mail server, e.g. smtp+tls://user:password@host:587 (empty: no mail is sent).",
+)
+
+
+def email_settings(url: str) -> dict[str, object]:
+    """Django's EMAIL_* settings for `url` (django-environ's parsing); without one, the
+    console backend (nothing leaves the machine and the pages show the links)."""
+    if not url:
+        return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    try:
+        return environ.Env.email_url_config(url)
+    except (ImproperlyConfigured, ValueError):
+        raise ImproperlyConfigured(
+            "EMAIL_URL must look like smtp://host:25, smtp+tls://user:password@host:587 or "
+            f"smtp+ssl://user:password@host:465 (got {url.split(':')[0]}:…)."
+        ) from None
+
+
+_email = email_settings(EMAIL_URL)
+EMAIL_BACKEND = _email["EMAIL_BACKEND"]
+EMAIL_HOST = _email.get("EMAIL_HOST") or "localhost"
+EMAIL_PORT = _email.get("EMAIL_PORT") or 25
+EMAIL_HOST_USER = _email.get("EMAIL_HOST_USER") or ""
+EMAIL_HOST_PASSWORD = _email.get("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS"))
+EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL"))
+EMAIL_TIMEOUT = declare_int(
+    "HERMES_EMAIL_TIMEOUT", 10, min=1, help="Seconds to wait for the mail server."
+)
+DEFAULT_FROM_EMAIL = declare_str(
+    "DEFAULT_FROM_EMAIL", "Hermes <hermes@localhost>", help="The sender of the site's mail."
+)
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 # --- `manage.py serve` and `ensure_admin` ---------------------------------------------
 HERMES_HOST = declare_str("HERMES_HOST", "127.0.0.1", help="Address `make run`/`make serve` bind.")

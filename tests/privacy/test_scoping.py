@@ -24,7 +24,16 @@ from tests.factories import UserFactory
 from tests.privacy.conftest import Seeded, seed
 
 #: Patterns anyone may open (no per-person data behind them).
-PUBLIC = {"login", "signup", "healthz", "password_set", "api-schema", "logout"}
+PUBLIC = {
+    "login",
+    "signup",
+    "healthz",
+    "password_set",
+    "password_reset",
+    "password_reset_done",
+    "api-schema",
+    "logout",
+}
 #: URL kwargs that name another person's row, and how to get the victim's value.
 FOREIGN = {"session_id", "token_id", "user_id", "job_id", "entry_id", "name", "summary_id"}
 
