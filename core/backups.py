@@ -68,7 +68,7 @@ def app_version() -> str:
 
 
 def backup_filename(now: datetime | None = None) -> str:
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S.%fZ")
     return f"hermes-backup-{stamp}.tar"
 
 
