@@ -25,9 +25,9 @@ import subprocess
 import tarfile
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,16 @@ RESTORED_SECRETS = "restored-secrets.env"
 _CHUNK = 1 << 20
 
 
+#: Checks run on a restored, migrated database; each returns a note for the operator or
+#: None. Apps above core register theirs from ready() (core imports no app).
+_AFTER_RESTORE: dict[str, Callable[[str], str | None]] = {}
+
+
+def restore_check_register(key: str, check: Callable[[str], str | None]) -> None:
+    """Run `check(using)` after a restore; registering a key again keeps the last check."""
+    _AFTER_RESTORE[key] = check
+
+
 class BackupError(Exception):
     """A backup or restore that cannot go ahead; the message tells the operator why."""
 
@@ -57,9 +67,9 @@ class Restored:
     manifest: dict[str, Any]
     #: Migrations of this code the archive predates: run `migrate`.
     migrations_to_apply: int = 0
-    #: Model catalog entries whose API key the current keys cannot decrypt.
-    unreadable_api_keys: int = 0
     secrets_file: Path | None = None
+    #: What the registered checks found for the operator to do.
+    notes: list[str] = field(default_factory=list)
 
 
 def app_version() -> str:
@@ -297,20 +307,6 @@ def _write_database(path: Path, vendor: str, using: str) -> None:
         )
 
 
-def _unreadable_api_keys(using: str) -> int:
-    from model_catalog.crypto import KeyUnreadable, decrypt
-    from model_catalog.models import ModelEntry
-
-    unreadable = 0
-    tokens = ModelEntry.objects.using(using).exclude(api_key_encrypted="")
-    for token in tokens.values_list("api_key_encrypted", flat=True):
-        try:
-            decrypt(token)
-        except KeyUnreadable:
-            unreadable += 1
-    return unreadable
-
-
 def _write_secrets(path: Path) -> Path | None:
     """Put the archive's keys where the operator can take them from, if they differ."""
     archived = json.loads(path.read_text(encoding="utf-8"))
@@ -360,7 +356,8 @@ def backup_restore(*, archive: Path, force: bool = False, using: str = "default"
         secrets_file=secrets_file,
     )
     if not restored.migrations_to_apply:
-        restored.unreadable_api_keys = _unreadable_api_keys(using)
+        notes = (check(using) for check in _AFTER_RESTORE.values())
+        restored.notes = [note for note in notes if note]
     return restored
 
 

@@ -43,9 +43,5 @@ class Command(BaseCommand):
                 f"deployment's; they are in {restored.secrets_file} (mode 0600). Set them in "
                 "the environment or .env, restart, then delete that file."
             )
-        if restored.unreadable_api_keys:
-            self.stdout.write(
-                f"{restored.unreadable_api_keys} model API key(s) cannot be decrypted with "
-                "this deployment's HERMES_ENCRYPTION_KEY (or SECRET_KEY when it is unset): set "
-                "the key the backup was made with, or enter those API keys again."
-            )
+        for note in restored.notes:
+            self.stdout.write(note)
