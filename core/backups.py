@@ -202,6 +202,10 @@ def backup_create(*, output: Path, include_secrets: bool = False, using: str = "
 def _check_manifest(manifest: Any, vendor: str) -> None:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupError("This is not a Hermes backup (its manifest is not ours).")
+    if not isinstance(manifest.get("files"), dict) or not isinstance(
+        manifest.get("migrations"), dict
+    ):
+        raise BackupError("This backup's manifest is damaged (files or migrations missing).")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise BackupError(
             f"This backup has format version {manifest.get('format_version')!r}; this "
@@ -215,7 +219,7 @@ def _check_manifest(manifest: Any, vendor: str) -> None:
     known = MigrationLoader(None, ignore_no_migrations=True).disk_migrations
     newer = sorted(
         f"{app}.{name}"
-        for app, names in manifest.get("migrations", {}).items()
+        for app, names in manifest["migrations"].items()
         for name in names
         if (app, name) not in known
     )
@@ -235,7 +239,7 @@ def _unpack(archive: Path, work: Path, vendor: str) -> dict[str, Any]:
                 raise BackupError("This is not a Hermes backup (no manifest.json in it).")
             manifest = json.loads(tar.extractfile(MANIFEST).read())  # type: ignore[union-attr]
             _check_manifest(manifest, vendor)
-            files = manifest.get("files", {})
+            files = manifest["files"]
             if manifest.get("database") not in files or set(names) != {MANIFEST, *files}:
                 raise BackupError("This backup's members do not match its manifest.")
             for name in files:
@@ -244,6 +248,8 @@ def _unpack(archive: Path, work: Path, vendor: str) -> dict[str, Any]:
         raise BackupError(f"This file is not a complete Hermes backup ({exc}).") from exc
     for name, expected in files.items():
         path = work / name
+        if not isinstance(expected, dict):
+            raise BackupError(f"This backup's manifest is damaged (no checksum of {name}).")
         if path.stat().st_size != expected.get("size") or _sha256(path) != expected.get("sha256"):
             raise BackupError(f"{name} in this backup is damaged or truncated (checksum differs).")
     return manifest

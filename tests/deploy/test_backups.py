@@ -208,22 +208,40 @@ def damaged_copies(archive: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]
         tar.add(ROOT / "README.md", arcname="README.md")
     not_tar = tmp_path / "notes.txt"
     not_tar.write_text("my shopping list\n")
-    newer = tmp_path / "newer.tar"
-    with tarfile.open(archive) as src, tarfile.open(newer, "w") as tar:
-        for member in src.getmembers():
-            content = src.extractfile(member).read()
-            if member.name == backups.MANIFEST:
-                manifest = json.loads(content)
-                manifest["format_version"] = backups.FORMAT_VERSION + 1
-                content = json.dumps(manifest).encode()
-                member.size = len(content)
-            tar.addfile(member, io.BytesIO(content))
+    other = "postgresql" if connection.vendor == "sqlite" else "sqlite"
     return {
         "truncated": (truncated, "not a complete Hermes backup|damaged or truncated"),
         "foreign": (foreign, "not a Hermes backup"),
         "not a tar": (not_tar, "not a complete Hermes backup"),
-        "newer format": (newer, "format version 2; this Hermes reads version 1"),
+        "newer format": (
+            with_manifest(archive, tmp_path / "newer.tar", format_version=2),
+            "format version 2; this Hermes reads version 1",
+        ),
+        "newer migrations": (
+            with_manifest(archive, tmp_path / "later.tar", migrations={"memory": ["9999_later"]}),
+            r"newer Hermes .* migrations this code lacks \(memory.9999_later\)",
+        ),
+        "other vendor": (
+            with_manifest(archive, tmp_path / "other.tar", vendor=other),
+            f"backup is of a {other} database",
+        ),
+        "manifest without checksums": (
+            with_manifest(archive, tmp_path / "nosum.tar", files=[]),
+            "manifest is damaged",
+        ),
     }
+
+
+def with_manifest(archive: Path, target: Path, **changes: object) -> Path:
+    """A copy of `archive` whose manifest says something else."""
+    with tarfile.open(archive) as src, tarfile.open(target, "w") as tar:
+        for member in src.getmembers():
+            content = src.extractfile(member).read()
+            if member.name == backups.MANIFEST:
+                content = json.dumps({**json.loads(content), **changes}).encode()
+                member.size = len(content)
+            tar.addfile(member, io.BytesIO(content))
+    return target
 
 
 @pytest.mark.django_db(transaction=True)
