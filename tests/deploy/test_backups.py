@@ -157,7 +157,8 @@ def test_backup_during_memory_writes_restores_everyone_into_a_fresh_database(
         while min(written.values()) < 3 and not errors:
             stop.wait(0.01)
         before = dict(written)
-        call_command("backup", output=archive, stdout=open(os.devnull, "w"))  # noqa: SIM115
+        out = io.StringIO()
+        call_command("backup", output=archive, stdout=out)
         during = dict(written)
     finally:
         stop.set()
@@ -165,6 +166,8 @@ def test_backup_during_memory_writes_restores_everyone_into_a_fresh_database(
             writer.join(timeout=30)
     assert not errors, errors
     assert during != before, "no memory write ran while the backup did"
+    assert f"database written to {archive}" in out.getvalue()
+    assert "stored model API keys cannot be decrypted without it" in out.getvalue()
 
     restored = backups.backup_restore(archive=archive, using=fresh_database)
     assert restored.migrations_to_apply == 0
@@ -194,8 +197,10 @@ def test_restore_refuses_a_database_that_has_users_unless_forced(people, tmp_pat
         call_command("restore", str(archive))
     owner, _ = people
     Session.objects.filter(owner=owner).delete()
-    call_command("restore", str(archive), "--force", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    out = io.StringIO()
+    call_command("restore", str(archive), "--force", stdout=out)
     assert Session.objects.filter(owner=owner).count() == 2
+    assert out.getvalue().startswith("Restored the backup of ")
 
 
 def damaged_copies(archive: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]:
@@ -317,3 +322,15 @@ def test_scheduled_backups_are_off_by_default_and_on_with_an_interval():
         check=True,
     ).stdout
     assert "'task': 'hermes_site.backup', 'schedule': 21600.0" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_restoring_an_older_backup_says_to_migrate(owner, fresh_database, tmp_path):
+    archive = tmp_path / "site.tar"
+    manifest = backups.backup_create(output=archive)
+    older = dict(manifest["migrations"], memory=manifest["migrations"]["memory"][:-1])
+    restored = backups.backup_restore(
+        archive=with_manifest(archive, tmp_path / "older.tar", migrations=older),
+        using=fresh_database,
+    )
+    assert restored.migrations_to_apply == 1
