@@ -25,14 +25,14 @@ import subprocess
 import tarfile
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 
@@ -273,10 +273,11 @@ def _check_database_copy(path: Path, vendor: str, settings_dict: dict[str, Any])
 
 def _has_users(using: str) -> bool:
     connection = connections[using]
-    if "auth_user" not in connection.introspection.table_names():
+    table = get_user_model()._meta.db_table
+    if table not in connection.introspection.table_names():
         return False
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM auth_user LIMIT 1")
+        cursor.execute(f"SELECT 1 FROM {connection.ops.quote_name(table)} LIMIT 1")  # noqa: S608
         return cursor.fetchone() is not None
 
 
@@ -330,12 +331,6 @@ def _write_secrets(path: Path) -> Path | None:
     return target
 
 
-@contextmanager
-def _workdir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(dir=settings.VAR_DIR, prefix=".hermes-restore-") as work:
-        yield Path(work)
-
-
 def backup_restore(*, archive: Path, force: bool = False, using: str = "default") -> Restored:
     """Replace the database `using` with the archive's. Everything is checked before the
     first write; a database with users is refused unless `force`."""
@@ -343,7 +338,8 @@ def backup_restore(*, archive: Path, force: bool = False, using: str = "default"
     vendor = connection.vendor
     if not archive.is_file():
         raise BackupError(f"{archive} does not exist.")
-    with _workdir() as work:
+    with tempfile.TemporaryDirectory(dir=settings.VAR_DIR, prefix=".hermes-restore-") as tmp:
+        work = Path(tmp)
         manifest = _unpack(archive, work, vendor)
         database = work / manifest["database"]
         _check_database_copy(database, vendor, connection.settings_dict)
