@@ -14,7 +14,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from . import maintenance
+from . import backups, maintenance
 from .leases import leases_requeue_stalled
 from .realtime import notice_to_user
 
@@ -57,8 +57,16 @@ def optimize_database() -> list[str]:
     return done
 
 
-#: Not sent at start: slow on a big database, and it leaves nothing behind to sweep.
-NOT_AT_START = {"hermes_site.optimize_database"}
+@shared_task(name="hermes_site.backup", soft_time_limit=2700, time_limit=3000)
+def backup() -> str:
+    """A scheduled backup into HERMES_BACKUP_DIR, keeping the newest HERMES_BACKUP_KEEP."""
+    path = backups.backup_scheduled()
+    logger.info("backup written to %s", path, extra={"backup": str(path)})
+    return str(path)
+
+
+#: Not sent at start: slow on a big database, and they leave nothing behind to sweep.
+NOT_AT_START = {"hermes_site.optimize_database", "hermes_site.backup"}
 
 
 @worker_ready.connect

@@ -133,3 +133,27 @@ def choice_for(ref: str | None) -> ModelChoice | None:
 
 def any_configured() -> bool:
     return default_choice().configured
+
+
+def api_keys_unreadable(using: str = "default") -> list[str]:
+    """Names of the catalog's models whose stored API key no configured key decrypts."""
+    unreadable = []
+    entries = ModelEntry.objects.using(using).exclude(api_key_encrypted="").order_by("name")
+    for name, token in entries.values_list("name", "api_key_encrypted"):
+        try:
+            decrypt(token)
+        except KeyUnreadable:
+            unreadable.append(name)
+    return unreadable
+
+
+def restore_note(using: str) -> str | None:
+    """After a backup is restored: which API keys the deployment's keys cannot decrypt."""
+    names = api_keys_unreadable(using)
+    if not names:
+        return None
+    return (
+        f"The API keys of {len(names)} model(s) ({', '.join(names)}) cannot be decrypted with "
+        "this deployment's HERMES_ENCRYPTION_KEY (or SECRET_KEY when it is unset): set the "
+        "key the backup was made with, or enter those API keys again in the admin."
+    )

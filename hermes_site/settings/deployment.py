@@ -11,7 +11,14 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from .core import VAR_DIR
-from .declare import declare_bool, declare_float, declare_int, declare_list, declare_str
+from .declare import (
+    declare_bool,
+    declare_float,
+    declare_int,
+    declare_list,
+    declare_path,
+    declare_str,
+)
 
 # --- Host names, the public URL, HTTPS ------------------------------------------------
 ALLOWED_HOSTS = declare_list(
@@ -250,6 +257,28 @@ CELERY_BEAT_SCHEDULE = {
     "requeue": {"task": "hermes_site.requeue", "schedule": HERMES_REQUEUE_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Scheduled backups (core/backups.py): off unless an interval is set ---------------
+HERMES_BACKUP_INTERVAL_HOURS = declare_float(
+    "HERMES_BACKUP_INTERVAL_HOURS",
+    0.0,
+    min=0,
+    help="Hours between the backups Celery beat makes (0: no scheduled backups).",
+)
+HERMES_BACKUP_DIR = declare_path(
+    "HERMES_BACKUP_DIR",
+    VAR_DIR / "backups",
+    help="Folder of the scheduled backups (keep it on another disk, or copy it off).",
+    default_doc="`var/backups/`",
+)
+HERMES_BACKUP_KEEP = declare_int(
+    "HERMES_BACKUP_KEEP", 7, min=1, help="Scheduled backups kept; older ones are deleted."
+)
+if HERMES_BACKUP_INTERVAL_HOURS:
+    CELERY_BEAT_SCHEDULE["backup"] = {
+        "task": "hermes_site.backup",
+        "schedule": HERMES_BACKUP_INTERVAL_HOURS * 60 * 60,
+    }
 
 # --- Login lockout and quotas ---------------------------------------------------------
 # This many attempts per window and per client address / per username, then refusals (429)
