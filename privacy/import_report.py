@@ -23,6 +23,10 @@ class HermesImportReport:
     errors: list[str] = field(default_factory=list)
     #: What was cut to its cap → how many times ("message texts cut to …": 2).
     shortened: dict[str, int] = field(default_factory=dict)
+    #: What was left out (or replaced by a placeholder) and why → how many times.
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: Messages added to conversations an earlier import brought in (a newer export).
+    messages_appended: int = 0
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
@@ -36,6 +40,7 @@ class HermesImportReport:
         return bool(
             self.sessions_created
             or self.messages_created
+            or self.messages_appended
             or self.skills_created
             or self.skills_updated
             or any(not m.startswith("Imported 0 ") for m in self.memory.values())
@@ -46,6 +51,10 @@ class HermesImportReport:
             f"Conversations: {self.sessions_created} imported, {self.sessions_skipped} "
             f"already there ({self.messages_created} messages).",
         ]
+        if self.messages_appended:
+            out.append(
+                f"{self.messages_appended} new message(s) added to conversations imported before."
+            )
         for target, message in self.memory.items():
             out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")
         out += [f"Blocked: {b}" for b in self.blocked]
@@ -57,6 +66,7 @@ class HermesImportReport:
                 f"{self.skills_unchanged} unchanged."
             )
         out += [f"Shortened: {n:,} {what}." for what, n in self.shortened.items()]
+        out += [f"Skipped: {n:,} {what}." for what, n in self.skipped.items()]
         out += [f"Note: {w}" for w in self.warnings]
         out += [f"Error: {e}" for e in self.errors]
         return out

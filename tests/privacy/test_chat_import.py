@@ -1,0 +1,202 @@
+"""Importing ChatGPT and Claude exports: what lands in the account (path, order, times,
+titles, placeholders), that it is searchable, private, exported and erased like any
+conversation, that re-importing adds only what is new, and that bad files import nothing."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from core.exceptions import ServiceError
+from privacy.chat_import import chat_import
+from privacy.erase import account_erase
+from privacy.export import build_export
+from sessions_app.models import Message, Session
+from sessions_app.search.service import search_conversations
+from tests.factories import PASSWORD
+from tests.privacy.chat_exports import (
+    at,
+    chatgpt_conversation,
+    claude_conversation,
+    zipped,
+)
+from tests.support.zips import lying_zip, truncated_zip
+
+pytestmark = pytest.mark.django_db
+
+
+def write(tmp_path: Path, data, name="conversations.json") -> Path:
+    path = tmp_path / name
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def path_of(session: Session) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in session.messages.filter(active=True).order_by("id")]
+
+
+def test_chatgpt_export_imports_the_current_branch_with_times_title_and_placeholders(
+    owner, tmp_path
+):
+    export = write(tmp_path, zipped([chatgpt_conversation("c-1", "Weather", "mkgptone")]), "x.zip")
+    report = chat_import(user=owner, path=export)
+    session = Session.objects.get(owner=owner)
+    assert (session.source, session.title) == ("chatgpt", "Weather")
+    assert session.started_at == at(0)
+    assert path_of(session) == [
+        ("user", "Bonjour mkgptone — 東京の天気は？"),
+        ("assistant", "Il fait beau à Tōkyō."),
+        ("user", "[image not imported]\n\nWhat is in this picture?"),
+        ("assistant", "A cat. Кошка mkgptone."),
+    ]
+    times = list(session.messages.order_by("id").values_list("timestamp", flat=True))
+    assert times == [at(10), at(20), at(50), at(70)]
+    assert session.last_activity_at == at(70)
+    # One chain: each message's parent is the one before it.
+    ids = list(session.messages.order_by("id").values_list("id", "parent_id"))
+    assert [p for _, p in ids] == [None] + [i for i, _ in ids[:-1]]
+    assert (report.sessions_created, report.messages_created) == (1, 4)
+    assert report.skipped == {
+        "hidden system context": 1,
+        "image (a placeholder names it)": 1,
+        "tool results (browsing, plugins, code interpreter)": 1,
+        "messages on other branches (edits, regenerations)": 2,
+    }
+    assert "Skipped: 2 messages on other branches (edits, regenerations)." in report.lines()
+
+
+def test_claude_export_imports_blocks_attachments_and_times(owner, tmp_path):
+    export = write(tmp_path, [claude_conversation("u-1", "Greek", "mkclaude", replies=2)])
+    report = chat_import(user=owner, path=export)
+    session = Session.objects.get(owner=owner)
+    assert (session.source, session.title) == ("claude", "Greek")
+    assert path_of(session) == [
+        ("user", "Explain mkclaude in Greek: καλημέρα\n\n[file notes.txt not imported]"),
+        ("assistant", "Καλημέρα means good morning.\n\n[tool call not imported]"),
+        ("user", "follow-up 2"),
+        ("assistant", "reply 2"),
+    ]
+    first = session.messages.order_by("id").first()
+    assert first.timestamp.isoformat() == "2024-05-01T10:00:00+00:00"
+    assert session.started_at.isoformat() == "2024-05-01T09:59:59+00:00"
+    assert report.messages_created == 4
+    assert report.skipped["attached files (a placeholder names them)"] == 1
+
+
+def test_imported_text_is_found_by_search_and_only_by_its_owner(owner, outsider, tmp_path):
+    chat_import(user=owner, path=write(tmp_path, [claude_conversation("u-1", "G", "mksearchme")]))
+    found = search_conversations(owner=owner, query="mksearchme")
+    assert [c.session_id for c in found.conversations] == [Session.objects.get(owner=owner).pk]
+    assert search_conversations(owner=outsider, query="mksearchme").conversations == []
+    assert not Session.objects.filter(owner=outsider).exists()
+
+
+def test_reimporting_adds_nothing_and_a_newer_export_adds_only_what_is_new(owner, tmp_path):
+    first = [claude_conversation("u-1", "Greek", "mkidem")]
+    chat_import(user=owner, path=write(tmp_path, first))
+    again = chat_import(user=owner, path=write(tmp_path, first))
+    assert not again.added_anything and again.sessions_skipped == 1
+    assert Message.objects.filter(session__owner=owner).count() == 2
+    newer = [
+        claude_conversation("u-1", "Greek", "mkidem", replies=3),
+        claude_conversation("u-2", "Greek", "mkother"),
+    ]
+    report = chat_import(user=owner, path=write(tmp_path, newer))
+    assert (report.sessions_created, report.messages_appended) == (1, 4)
+    session = Session.objects.get(owner=owner, title="Greek")
+    assert [c for _, c in path_of(session)][-4:] == [
+        "follow-up 2",
+        "reply 2",
+        "follow-up 3",
+        "reply 3",
+    ]
+    assert session.message_count == 6
+    # The second conversation of the same name got a title of its own.
+    assert Session.objects.filter(owner=owner, title="Greek (2)").exists()
+    assert not chat_import(user=owner, path=write(tmp_path, newer)).added_anything
+
+
+def test_the_same_export_imports_into_two_accounts(owner, outsider, tmp_path):
+    export = write(tmp_path, [chatgpt_conversation("c-1", "Weather", "mktwo")])
+    chat_import(user=owner, path=export)
+    report = chat_import(user=outsider, path=export)
+    assert report.sessions_created == 1
+    assert Session.objects.filter(title="Weather").count() == 2
+
+
+def test_export_contains_imported_conversations_and_erasure_removes_them(
+    owner, tmp_path, export_dir
+):
+    chat_import(user=owner, path=write(tmp_path, [chatgpt_conversation("c", "W", "mkexported")]))
+    export_dir.mkdir()
+    archive = export_dir / "a.zip"
+    build_export(user=owner, target=archive)
+    with zipfile.ZipFile(archive) as zf:
+        assert any(b"mkexported" in zf.read(n) for n in zf.namelist())
+    account_erase(user=owner, password=PASSWORD)
+    assert not Message.objects.filter(content__contains="mkexported").exists()
+
+
+def test_management_command_imports_and_reports(owner, tmp_path, capsys):
+    export = write(tmp_path, [claude_conversation("u-1", "Greek", "mkcmd")])
+    call_command("import_chats", str(export), "--user", owner.username)
+    out = capsys.readouterr().out
+    assert "Conversations: 1 imported, 0 already there (2 messages)." in out
+    with pytest.raises(CommandError, match="not valid JSON"):
+        call_command("import_chats", str(write(tmp_path, "[{")), "--user", owner.username)
+
+
+def broken_tree(kind: str):
+    conv = chatgpt_conversation("c-2", "Broken", "mkbroken")
+    if kind == "cycle":
+        conv["mapping"]["u1"]["parent"] = "a2b"
+    else:
+        conv["mapping"]["u1"]["parent"] = "gone"
+    return [chatgpt_conversation("c-1", "Fine", "mkfine"), conv]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("not json at all", "should be a JSON list"),
+        ('{"conversations": []}', "should be a JSON list"),
+        ('[{"mapping": {}, "id": "a"}, {"mapping"', "not valid JSON"),
+        ([{"foo": 1}], "neither ChatGPT's"),
+        ([claude_conversation("u", "n", "m"), {"mapping": {}}], "not a Claude conversation"),
+        ([claude_conversation("u", "n", "m"), 7], "not a conversation"),
+        ([{"uuid": "u", "chat_messages": "nope"}], "chat_messages is not a list"),
+        (broken_tree("cycle"), "has a cycle"),
+        (broken_tree("missing"), "node gone is missing"),
+    ],
+)
+def test_a_bad_export_is_refused_clearly_and_imports_nothing(owner, tmp_path, data, message):
+    with pytest.raises(ServiceError, match=message):
+        chat_import(user=owner, path=write(tmp_path, data))
+    assert not Session.objects.filter(owner=owner).exists()
+
+
+@pytest.mark.parametrize("damage", [lying_zip, truncated_zip])
+def test_a_damaged_or_lying_zip_is_refused(owner, tmp_path, damage):
+    body = json.dumps([claude_conversation("u", "n", "m")] * 50)
+    export = write(tmp_path, damage({"conversations.json": body}), "x.zip")
+    with pytest.raises(ServiceError) as refused:
+        chat_import(user=owner, path=export)
+    assert refused.value.code == "invalid_zip"
+    assert not Session.objects.filter(owner=owner).exists()
+
+
+def test_an_export_over_the_size_limit_is_refused_before_it_is_read(owner, tmp_path, settings):
+    settings.HERMES_IMPORT_MAX_MB = 1
+    big = [claude_conversation(f"u{i}", "n", "x" * 3000) for i in range(1500)]
+    for data, name in ((zipped(big), "x.zip"), (json.dumps(big), "conversations.json")):
+        with pytest.raises(ServiceError, match="more than the 4 MiB") as refused:
+            chat_import(user=owner, path=write(tmp_path, data, name))
+        assert refused.value.code == "too_large"
+    assert not Session.objects.filter(owner=owner).exists()
