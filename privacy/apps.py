@@ -14,10 +14,11 @@ class PrivacyConfig(AppConfig):
 
         from . import personal_data
         from .admin_access import content_access_record
-        from .models import ExportJob
+        from .models import ChatImportJob, ExportJob
         from .views import account_privacy_context
 
         personal_data.register()
         content_accessed.connect(content_access_record, dispatch_uid="privacy.admin_access")
         lease_kind_register("export", ExportJob)
+        lease_kind_register("chat_import", ChatImportJob)
         account_section_register("privacy", account_privacy_context)

@@ -30,8 +30,9 @@ from django.utils import timezone
 
 from core.exceptions import ServiceError
 from core.zipfiles import zip_errors
+from sessions_app.models import IMPORT_SOURCES as SOURCES
 
-from .chat_formats import SOURCES, BadExport, Imported, chatgpt, claude
+from .chat_formats import BadExport, Imported, chatgpt, claude
 from .import_report import HermesImportReport
 from .import_sessions import (
     TITLE_MAX,

@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-#: Source markers (`Session.source`) and how the chat names them.
-SOURCES = {"chatgpt": "ChatGPT", "claude": "Claude"}
-
 
 class BadExport(ValueError):
     """A conversation that does not have the published shape of its format."""

@@ -200,3 +200,79 @@ def test_an_export_over_the_size_limit_is_refused_before_it_is_read(owner, tmp_p
             chat_import(user=owner, path=write(tmp_path, data, name))
         assert refused.value.code == "too_large"
     assert not Session.objects.filter(owner=owner).exists()
+
+
+def upload(client, data: bytes, name: str, capture):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    with capture(execute=True):
+        return client.post(
+            reverse("account_import_chats"), {"export": SimpleUploadedFile(name, data)}
+        )
+
+
+def test_account_page_upload_runs_a_job_whose_summary_and_source_the_person_sees(
+    owner, outsider, export_dir, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+
+    from privacy.models import ChatImportJob
+    from tests.privacy.conftest import login
+
+    client = login(owner)
+    data = zipped([chatgpt_conversation("c-1", "Weather", "mkupload")])
+    response = upload(client, data, "export.zip", django_capture_on_commit_callbacks)
+    assert response.status_code == 302 and response["Location"].endswith("#import-chats")
+    job = ChatImportJob.objects.get(owner=owner)
+    assert (job.status, job.progress) == ("done", 100)
+    assert list(export_dir.iterdir()) == []  # the upload is gone once read
+    page = client.get(reverse("account")).content.decode()
+    assert "Conversations: 1 imported, 0 already there (4 messages)." in page
+    assert "Skipped: 1 image (a placeholder names it)." in page
+    session = Session.objects.get(owner=owner)
+    chat = client.get(reverse("chat_session", args=[session.pk])).content.decode()
+    assert "Imported from ChatGPT" in chat
+    inspector = client.get(reverse("session_inspect", args=[session.pk])).content.decode()
+    assert "imported from ChatGPT" in inspector
+    # Another person sees neither the job nor the conversation.
+    stranger = login(outsider)
+    assert "Conversations: 1 imported" not in stranger.get(reverse("account")).content.decode()
+    assert stranger.get(reverse("chat_session", args=[session.pk])).status_code == 404
+
+
+def test_a_bad_upload_ends_as_a_failed_job_with_the_reason(
+    owner, export_dir, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+
+    from tests.privacy.conftest import login
+
+    client = login(owner)
+    response = upload(
+        client, b"<html>not json</html>", "c.json", django_capture_on_commit_callbacks
+    )
+    assert response.status_code == 302
+    page = client.get(reverse("account")).content.decode()
+    assert "should be a JSON list of conversations" in page
+    assert not Session.objects.filter(owner=owner).exists()
+    assert list(export_dir.iterdir()) == []
+
+
+def test_an_upload_over_the_size_limit_is_refused_at_once(
+    owner, export_dir, settings, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+
+    from privacy.models import ChatImportJob
+    from tests.privacy.conftest import login
+
+    settings.HERMES_IMPORT_MAX_MB = 1
+    client = login(owner)
+    response = upload(client, b"[" + b" " * (2 * 1024 * 1024) + b"]", "c.json",
+                      django_capture_on_commit_callbacks)  # fmt: skip
+    assert response.status_code == 302
+    page = client.get(reverse("account"), follow=True).content.decode()
+    assert "larger than 1 MiB" in page and "import_chats" in page
+    assert not ChatImportJob.objects.exists()
+    assert list(export_dir.iterdir()) == []
