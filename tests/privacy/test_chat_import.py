@@ -276,3 +276,27 @@ def test_an_upload_over_the_size_limit_is_refused_at_once(
     assert "larger than 1 MiB" in page and "import_chats" in page
     assert not ChatImportJob.objects.exists()
     assert list(export_dir.iterdir()) == []
+
+
+def test_a_second_upload_while_one_is_in_progress_is_refused(
+    owner, export_dir, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from privacy.models import ChatImportJob
+    from tests.privacy.conftest import login
+
+    ChatImportJob.objects.create(
+        owner=owner,
+        status="running",
+        lease_owner="worker",
+        lease_expires_at=timezone.now() + timezone.timedelta(minutes=5),
+    )
+    client = login(owner)
+    data = json.dumps([claude_conversation("u-1", "Greek", "mkbusy")]).encode()
+    upload(client, data, "c.json", django_capture_on_commit_callbacks)
+    page = client.get(reverse("account")).content.decode()
+    assert "An import is already in progress" in page
+    assert ChatImportJob.objects.filter(owner=owner).count() == 1
+    assert not Session.objects.filter(owner=owner).exists()
