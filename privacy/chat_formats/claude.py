@@ -11,7 +11,7 @@ blocks); other blocks (tool use, tool results, images) and files become placehol
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -30,9 +30,12 @@ def looks_like(conversation: dict[str, Any]) -> bool:
 def _time(value: Any, where: str) -> datetime | None:
     text = text_of(value, where)
     try:
-        return parse_datetime(text) if text else None
+        parsed = parse_datetime(text) if text else None
     except ValueError:
         return None
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)  # the export writes UTC
+    return parsed
 
 
 def _content(message: dict[str, Any], out: Imported, where: str) -> str:

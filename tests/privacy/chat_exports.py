@@ -103,7 +103,7 @@ def claude_conversation(uuid: str, name: str, marker: str, *, replies: int = 1) 
                 "uuid": f"{uuid}-h{i}",
                 "text": f"follow-up {i}",
                 "sender": "human",
-                "created_at": f"2024-05-0{i}T10:00:00Z",
+                "created_at": f"2024-05-0{i}T10:00:00",  # no zone: UTC
             },
             {
                 "uuid": f"{uuid}-a{i}",

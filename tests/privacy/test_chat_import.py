@@ -83,8 +83,13 @@ def test_claude_export_imports_blocks_attachments_and_times(owner, tmp_path):
         ("user", "follow-up 2"),
         ("assistant", "reply 2"),
     ]
-    first = session.messages.order_by("id").first()
-    assert first.timestamp.isoformat() == "2024-05-01T10:00:00+00:00"
+    times = [t.isoformat() for t in session.messages.values_list("timestamp", flat=True)]
+    assert times == [
+        "2024-05-01T10:00:00+00:00",
+        "2024-05-01T10:00:05+00:00",
+        "2024-05-02T10:00:00+00:00",
+        "2024-05-02T10:00:01+00:00",
+    ]
     assert session.started_at.isoformat() == "2024-05-01T09:59:59+00:00"
     assert report.messages_created == 4
     assert report.skipped["attached files (a placeholder names them)"] == 1
