@@ -254,9 +254,26 @@ class _Importer:
             Message.objects.bulk_create(messages[start : start + _BATCH])
         path_link_new_session(session_id=session.pk)
         Session.objects.filter(pk=session.pk).update(last_activity_at=max(newest, started))
+        self._branches(
+            session, conv, {m.ext_id: s for m, s in zip(conv.messages, messages, strict=True)}
+        )
         self.known[key] = (session.pk, last)
         self.report.sessions_created += 1
         self.report.messages_created += len(messages)
+
+    def _branches(self, session: Any, conv: Imported, stored: dict[str, Any]) -> None:
+        """Other branches as the conversation's alternatives: off the selected path
+        (`active` false), each message after its parent (sessions_app.branches)."""
+        for item in conv.branches:
+            parent = stored.get(item.parent)
+            (message,), _ = self._messages(
+                session, [item], parent.timestamp if parent else session.started_at
+            )
+            message.parent, message.active = parent, False
+            message.save()
+            stored[item.ext_id] = message
+        if conv.branches:
+            self.report.branch_messages += len(conv.branches)
 
     def _append(self, key: str, conv: Imported) -> None:
         """A conversation imported before: add the messages after the last one it has."""

@@ -27,6 +27,8 @@ class HermesImportReport:
     skipped: dict[str, int] = field(default_factory=dict)
     #: Messages added to conversations an earlier import brought in (a newer export).
     messages_appended: int = 0
+    #: Messages on other branches of a conversation, imported as its alternatives.
+    branch_messages: int = 0
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
@@ -51,6 +53,11 @@ class HermesImportReport:
             f"Conversations: {self.sessions_created} imported, {self.sessions_skipped} "
             f"already there ({self.messages_created} messages).",
         ]
+        if self.branch_messages:
+            out.append(
+                f"{self.branch_messages} message(s) on other branches (edits, regenerations) "
+                "imported as alternatives."
+            )
         if self.messages_appended:
             out.append(
                 f"{self.messages_appended} new message(s) added to conversations imported before."

@@ -24,6 +24,8 @@ class ImportedMessage:
     role: str
     content: str
     timestamp: datetime | None
+    #: The export id of the message this one follows ("" for a first message).
+    parent: str = ""
 
 
 @dataclass
@@ -32,7 +34,10 @@ class Imported:
     ext_id: str
     title: str
     created: datetime | None
+    #: The selected path, in order.
     messages: list[ImportedMessage] = field(default_factory=list)
+    #: Messages on other branches (edits, regenerations), each after its parent.
+    branches: list[ImportedMessage] = field(default_factory=list)
     #: What was left out or replaced by a placeholder → how many times.
     skipped: Counter[str] = field(default_factory=Counter)
 

@@ -8,8 +8,8 @@
                                                 "metadata": {...}}}}}
 
 The conversation is the path from the root to `current_node`; messages on other branches
-(edited prompts, regenerated answers) are counted, not imported. Nodes without a message
-(the root, deleted nodes) are passed over.
+(edited prompts, regenerated answers) become its alternatives. Nodes without a message (the
+root, deleted nodes) are passed over: a message follows its nearest imported ancestor.
 """
 
 from __future__ import annotations
@@ -107,6 +107,60 @@ def _newest_leaf(mapping: dict[str, Any], where: str) -> str:
     return best
 
 
+def _tree_order(mapping: dict[str, Any], where: str) -> list[str]:
+    """Every node id, each after its parent. A parent missing from the mapping, or a node
+    that no root leads to (a cycle), is a broken tree."""
+    children: dict[str, list[str]] = {}
+    roots = []
+    for node_id, node in mapping.items():
+        parent = object_of(node, f"{where}: node {str(node_id)[:40]}").get("parent")
+        if parent is None:
+            roots.append(node_id)
+        elif not isinstance(parent, str) or parent not in mapping:
+            raise BadExport(f"{where}: the parent of node {str(node_id)[:40]} is missing")
+        else:
+            children.setdefault(parent, []).append(node_id)
+    order: list[str] = []
+    stack = list(reversed(roots))
+    while stack:
+        node_id = stack.pop()
+        order.append(node_id)
+        stack.extend(reversed(children.get(node_id, [])))
+    if len(order) != len(mapping):
+        raise BadExport(f"{where}: its message tree has a cycle")
+    return order
+
+
+def _message(node_id: str, message: Any, out: Imported, where: str) -> ImportedMessage | None:
+    """The message of a node, or None when it is not imported (counted why)."""
+    if message is None:
+        return None  # the root, or a deleted node
+    message = object_of(message, f"{where}: message {node_id[:40]}")
+    author = object_of(message.get("author") or {}, f"{where}: author")
+    role = text_of(author.get("role"), f"{where}: author.role")
+    metadata = message.get("metadata") or {}
+    if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+        out.skipped["hidden system context"] += 1
+        return None
+    if role == "tool":
+        # A tool's result without the call that asked for it cannot be replayed.
+        out.skipped["tool results (browsing, plugins, code interpreter)"] += 1
+        return None
+    if role not in ("user", "assistant", "system"):
+        out.skipped[f"messages from an unknown author ({role[:20] or 'none'})"] += 1
+        return None
+    content = _content(message, out, f"{where}: message {node_id[:40]}")
+    if not content.strip():
+        out.skipped["empty messages"] += 1
+        return None
+    return ImportedMessage(
+        ext_id=node_id,
+        role=role,
+        content=content,
+        timestamp=from_epoch(message.get("create_time")),
+    )
+
+
 def parse(conversation: dict[str, Any], where: str) -> Imported:
     ext_id = text_of(conversation.get("conversation_id") or conversation.get("id"), where)
     if not ext_id:
@@ -120,44 +174,19 @@ def parse(conversation: dict[str, Any], where: str) -> Imported:
     )
     if not mapping:
         return out
+    order = _tree_order(mapping, where)
     current = conversation.get("current_node") or _newest_leaf(mapping, where)
-    path = _path(mapping, current, where)
-    on_path = set(path)
-    for node_id in path:
-        message = mapping[node_id].get("message")
-        if message is None:
-            continue  # the root, or a deleted node
-        message = object_of(message, f"{where}: message {node_id[:40]}")
-        author = object_of(message.get("author") or {}, f"{where}: author")
-        role = text_of(author.get("role"), f"{where}: author.role")
-        metadata = message.get("metadata") or {}
-        if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
-            out.skipped["hidden system context"] += 1
+    on_path = set(_path(mapping, current, where))
+    #: node id → the export id of its nearest imported ancestor-or-self.
+    follows: dict[str, str] = {}
+    for node_id in order:
+        node = mapping[node_id]
+        after = follows[node["parent"]] if node.get("parent") is not None else ""
+        imported = _message(node_id, node.get("message"), out, where)
+        if imported is None:
+            follows[node_id] = after
             continue
-        if role == "tool":
-            # A tool's result without the call that asked for it cannot be replayed.
-            out.skipped["tool results (browsing, plugins, code interpreter)"] += 1
-            continue
-        if role not in ("user", "assistant", "system"):
-            out.skipped[f"messages from an unknown author ({role[:20] or 'none'})"] += 1
-            continue
-        content = _content(message, out, f"{where}: message {node_id[:40]}")
-        if not content.strip():
-            out.skipped["empty messages"] += 1
-            continue
-        out.messages.append(
-            ImportedMessage(
-                ext_id=node_id,
-                role=role,
-                content=content,
-                timestamp=from_epoch(message.get("create_time")),
-            )
-        )
-    others = sum(
-        1
-        for node_id, node in mapping.items()
-        if node_id not in on_path and isinstance(node, dict) and node.get("message")
-    )
-    if others:
-        out.skipped["messages on other branches (edits, regenerations)"] += others
+        imported.parent = after
+        follows[node_id] = node_id
+        (out.messages if node_id in on_path else out.branches).append(imported)
     return out

@@ -15,6 +15,7 @@ from core.exceptions import ServiceError
 from privacy.chat_import import chat_import
 from privacy.erase import account_erase
 from privacy.export import build_export
+from sessions_app.branches import Alternatives, alternatives_of
 from sessions_app.models import Message, Session
 from sessions_app.search.service import search_conversations
 from tests.factories import PASSWORD
@@ -56,20 +57,32 @@ def test_chatgpt_export_imports_the_current_branch_with_times_title_and_placehol
         ("user", "[image not imported]\n\nWhat is in this picture?"),
         ("assistant", "A cat. Кошка mkgptone."),
     ]
-    times = list(session.messages.order_by("id").values_list("timestamp", flat=True))
-    assert times == [at(10), at(20), at(50), at(70)]
+    path = session.messages.filter(active=True).order_by("id")
+    assert list(path.values_list("timestamp", flat=True)) == [at(10), at(20), at(50), at(70)]
     assert session.last_activity_at == at(70)
     # One chain: each message's parent is the one before it.
-    ids = list(session.messages.order_by("id").values_list("id", "parent_id"))
+    ids = list(path.values_list("id", "parent_id"))
     assert [p for _, p in ids] == [None] + [i for i, _ in ids[:-1]]
     assert (report.sessions_created, report.messages_created) == (1, 4)
     assert report.skipped == {
         "hidden system context": 1,
         "image (a placeholder names it)": 1,
         "tool results (browsing, plugins, code interpreter)": 1,
-        "messages on other branches (edits, regenerations)": 2,
     }
-    assert "Skipped: 2 messages on other branches (edits, regenerations)." in report.lines()
+    # The first wording of the second prompt and its answer: an alternative branch that
+    # starts after the first answer, beside the selected one.
+    assert report.branch_messages == 2
+    assert "2 message(s) on other branches (edits, regenerations) imported as alternatives." in (
+        report.lines()
+    )
+    a1 = session.messages.get(content="Il fait beau à Tōkyō.")
+    first, answer = session.messages.filter(active=False).order_by("id")
+    assert (first.content, first.parent_id, first.timestamp) == ("first wording", a1.pk, at(30))
+    assert (answer.content, answer.parent_id) == ("answer to the first wording", first.pk)
+    selected = session.messages.get(content__startswith="[image not imported]")
+    places = alternatives_of([session.pk])
+    assert places[selected.pk] == Alternatives(index=1, count=2, previous=None, next=first.pk)
+    assert places[first.pk] == Alternatives(index=2, count=2, previous=selected.pk, next=None)
 
 
 def test_claude_export_imports_blocks_attachments_and_times(owner, tmp_path):
@@ -162,6 +175,9 @@ def broken_tree(kind: str):
     conv = chatgpt_conversation("c-2", "Broken", "mkbroken")
     if kind == "cycle":
         conv["mapping"]["u1"]["parent"] = "a2b"
+    elif kind == "cycle off the path":
+        conv["mapping"]["x"] = {"id": "x", "parent": "y", "children": ["y"], "message": None}
+        conv["mapping"]["y"] = {"id": "y", "parent": "x", "children": ["x"], "message": None}
     else:
         conv["mapping"]["u1"]["parent"] = "gone"
     return [chatgpt_conversation("c-1", "Fine", "mkfine"), conv]
@@ -178,7 +194,8 @@ def broken_tree(kind: str):
         ([claude_conversation("u", "n", "m"), 7], "not a conversation"),
         ([{"uuid": "u", "chat_messages": "nope"}], "chat_messages is not a list"),
         (broken_tree("cycle"), "has a cycle"),
-        (broken_tree("missing"), "node gone is missing"),
+        (broken_tree("cycle off the path"), "has a cycle"),
+        (broken_tree("missing"), "the parent of node u1 is missing"),
     ],
 )
 def test_a_bad_export_is_refused_clearly_and_imports_nothing(owner, tmp_path, data, message):
