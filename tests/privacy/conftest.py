@@ -298,3 +298,12 @@ def var_export_dir(settings) -> Path:
 
 
 __all__ = ["AdminContentAccess", "Seeded", "export_dir", "login", "marker", "seed"]
+
+
+@pytest.fixture
+def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:
+    """The worker process reads its settings from the environment."""
+    path = tmp_path / "worker-exports"
+    monkeypatch.setenv("HERMES_EXPORT_DIR", str(path))
+    settings.HERMES_EXPORT_DIR = path
+    return path

@@ -18,6 +18,7 @@ from privacy.export import build_export
 from sessions_app.branches import Alternatives, alternatives_of
 from sessions_app.models import Message, Session
 from sessions_app.search.service import search_conversations
+from tests.conftest import wait_for
 from tests.factories import PASSWORD
 from tests.privacy.chat_exports import (
     at,
@@ -322,3 +323,32 @@ def test_a_second_upload_while_one_is_in_progress_is_refused(
     assert "An import is already in progress" in page
     assert ChatImportJob.objects.filter(owner=owner).count() == 1
     assert not Session.objects.filter(owner=owner).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_imports_the_upload_and_a_redelivery_adds_nothing(
+    owner, worker_export_dir, celery_worker
+):
+    from privacy.models import ChatImportJob
+
+    worker_export_dir.mkdir()
+    name = f"u{owner.pk}-0123abcd.chatimport"
+    data = [chatgpt_conversation(f"c-{i}", f"Chat {i}", "mkworker") for i in range(3)]
+    (worker_export_dir / name).write_bytes(zipped(data))
+    job = ChatImportJob.objects.create(owner=owner, file_name=name)
+    celery_worker.send("privacy.chat_import_run", job.pk)
+    done = wait_for(
+        lambda: ChatImportJob.objects.filter(pk=job.pk, status="done").first(),
+        timeout=60,
+        what="the chat import job",
+    )
+    assert done.progress == 100 and done.stage == "Done"
+    assert "Conversations: 3 imported, 0 already there (12 messages)." in done.report
+    assert not (worker_export_dir / name).exists()
+    celery_worker.send("privacy.chat_import_run", job.pk)
+    wait_for(
+        lambda: celery_worker.log.read_bytes().count(b"succeeded") >= 2, timeout=30, what="log"
+    )
+    assert Session.objects.filter(owner=owner).count() == 3
+    assert Message.objects.filter(session__owner=owner, active=True).count() == 12
