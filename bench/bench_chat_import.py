@@ -2,7 +2,8 @@
 
 Writes a `conversations.json` of BENCH_CHAT_IMPORT_CONVERSATIONS conversations (default
 10,000) of BENCH_CHAT_IMPORT_MESSAGES messages each (default 50: 500,000 in all), each a
-ChatGPT message tree with a second branch at its last prompt, then imports it for one user
+ChatGPT message tree with a second branch at its last prompt (imported as an alternative:
+one more message per conversation), then imports it for one user
 with `privacy.chat_import.chat_import` (the checking pass and the import pass).
 
 Figures: file size, import time, conversations and messages per second, the process's peak
@@ -112,9 +113,10 @@ def run(vendor: str) -> dict[str, Any]:
         report = chat_import(user=user, path=path)
         seconds = time.perf_counter() - started
         rss_after = _max_rss_mib()
-    messages = Message.objects.filter(session__owner=user).count()
+    messages = Message.objects.filter(session__owner=user, active=True).count()
     assert Session.objects.filter(owner=user).count() == CONVERSATIONS
     assert messages == CONVERSATIONS * MESSAGES == report.messages_created
+    assert report.branch_messages == CONVERSATIONS
     return {
         "conversations": CONVERSATIONS,
         "messages": messages,
