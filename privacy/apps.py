@@ -16,7 +16,7 @@ class PrivacyConfig(AppConfig):
 
         from . import personal_data
         from .admin_access import content_access_record
-        from .models import ExportJob
+        from .models import ChatImportJob, ExportJob
         from .views import account_privacy_context
 
         personal_data.register()
@@ -25,6 +25,13 @@ class PrivacyConfig(AppConfig):
             "export",
             ExportJob,
             task="accounts.export_build",
+            waiting=Q(status="queued"),
+            working=Q(status="running"),
+        )
+        lease_kind_register(
+            "chat_import",
+            ChatImportJob,
+            task="privacy.chat_import_run",
             waiting=Q(status="queued"),
             working=Q(status="running"),
         )

@@ -296,23 +296,33 @@ def _home_prefix(names: list[str]) -> str:
     return max(candidates, key=lambda k: candidates[k]) if candidates else ""
 
 
+def upload_save(upload: IO[bytes], target: Path, *, command: str) -> None:
+    """Write an upload to `target`, refusing it (and removing what was written) past
+    HERMES_IMPORT_MAX_MB; `command` is the manage.py command suggested for bigger files."""
+    limit = settings.HERMES_IMPORT_MAX_MB * 1024 * 1024
+    written = 0
+    with target.open("wb") as out:
+        while chunk := upload.read(1024 * 1024):
+            written += len(chunk)
+            if written > limit:
+                break
+            out.write(chunk)
+    if written > limit:
+        target.unlink(missing_ok=True)
+        raise ServiceError(
+            "too_large",
+            f"The file is larger than {settings.HERMES_IMPORT_MAX_MB} MiB; use "
+            f"`manage.py {command}` on the server for bigger files.",
+        )
+
+
 def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImportReport:
     """Import a zip of a Hermes home (or an archive from "Download my data"). Only the files
     the import reads are unpacked, into a temporary folder removed afterwards."""
     limit = settings.HERMES_IMPORT_MAX_MB * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="hermes-upload-") as work:
         archive = Path(work) / "upload.zip"
-        written = 0
-        with archive.open("wb") as out:
-            while chunk := upload.read(1024 * 1024):
-                written += len(chunk)
-                if written > limit:
-                    raise ServiceError(
-                        "too_large",
-                        f"The file is larger than {settings.HERMES_IMPORT_MAX_MB} MiB; use "
-                        "`manage.py import_hermes` on the server for bigger homes.",
-                    )
-                out.write(chunk)
+        upload_save(upload, archive, command="import_hermes")
         with zip_errors():
             zf = zipfile.ZipFile(archive)
         home = Path(work) / "home"

@@ -23,6 +23,12 @@ class HermesImportReport:
     errors: list[str] = field(default_factory=list)
     #: What was cut to its cap → how many times ("message texts cut to …": 2).
     shortened: dict[str, int] = field(default_factory=dict)
+    #: What was left out (or replaced by a placeholder) and why → how many times.
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: Messages added to conversations an earlier import brought in (a newer export).
+    messages_appended: int = 0
+    #: Messages on other branches of a conversation, imported as its alternatives.
+    branch_messages: int = 0
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
@@ -36,6 +42,7 @@ class HermesImportReport:
         return bool(
             self.sessions_created
             or self.messages_created
+            or self.messages_appended
             or self.skills_created
             or self.skills_updated
             or any(not m.startswith("Imported 0 ") for m in self.memory.values())
@@ -46,6 +53,15 @@ class HermesImportReport:
             f"Conversations: {self.sessions_created} imported, {self.sessions_skipped} "
             f"already there ({self.messages_created} messages).",
         ]
+        if self.branch_messages:
+            out.append(
+                f"{self.branch_messages} message(s) on other branches (edits, regenerations) "
+                "imported as alternatives."
+            )
+        if self.messages_appended:
+            out.append(
+                f"{self.messages_appended} new message(s) added to conversations imported before."
+            )
         for target, message in self.memory.items():
             out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")
         out += [f"Blocked: {b}" for b in self.blocked]
@@ -57,6 +73,7 @@ class HermesImportReport:
                 f"{self.skills_unchanged} unchanged."
             )
         out += [f"Shortened: {n:,} {what}." for what, n in self.shortened.items()]
+        out += [f"Skipped: {n:,} {what}." for what, n in self.skipped.items()]
         out += [f"Note: {w}" for w in self.warnings]
         out += [f"Error: {e}" for e in self.errors]
         return out

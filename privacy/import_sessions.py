@@ -133,7 +133,7 @@ def _col(row: sqlite3.Row, name: str, default: Any = None) -> Any:
     return row[name] if name in row.keys() else default
 
 
-def _unique_title(title: str, taken: set[str]) -> str:
+def unique_title(title: str, taken: set[str]) -> str:
     title = title[:100]
     if title not in taken:
         return title
@@ -141,6 +141,23 @@ def _unique_title(title: str, taken: set[str]) -> str:
     while f"{title[:94]} ({n})" in taken:
         n += 1
     return f"{title[:94]} ({n})"
+
+
+def import_id(source_id: str, started: Any) -> tuple[str, dict[str, Any]]:
+    """The id of an imported conversation: its own when that is free and storable, else a
+    fresh one (from its start time), with the original remembered for re-imports."""
+    from sessions_app.models import Session, new_session_id
+
+    if SESSION_ID.match(source_id) and not Session.objects.filter(pk=source_id).exists():
+        return source_id, {}
+    # Taken (by another account, e.g. the same export imported twice on one site) or
+    # not an id we can store.
+    while True:
+        candidate = new_session_id()
+        if started is not None:
+            candidate = f"{started:%Y%m%d_%H%M%S}_{candidate[-6:]}"
+        if not Session.objects.filter(pk=candidate).exists():
+            return candidate, {"imported_from": source_id}
 
 
 class SessionImporter:
@@ -211,20 +228,6 @@ class SessionImporter:
         )
         return prompt
 
-    def _new_id(self, source_id: str, started: Any) -> tuple[str, dict[str, Any]]:
-        from sessions_app.models import Session, new_session_id
-
-        if SESSION_ID.match(source_id) and not Session.objects.filter(pk=source_id).exists():
-            return source_id, {}
-        # Taken (by another account, e.g. the same export imported twice on one site) or
-        # not an id we can store: a fresh id, with the original remembered for re-imports.
-        while True:
-            candidate = new_session_id()
-            if started is not None:
-                candidate = f"{started:%Y%m%d_%H%M%S}_{candidate[-6:]}"
-            if not Session.objects.filter(pk=candidate).exists():
-                return candidate, {"imported_from": source_id}
-
     def run(self) -> HermesImportReport:
         from sessions_app.models import Session
 
@@ -279,13 +282,13 @@ class SessionImporter:
         ended = statedb.from_epoch(_col(row, "ended_at"))
         if ended is not None and ended < started:
             ended = started
-        session_id, marker = self._new_id(source_id, started)
+        session_id, marker = import_id(source_id, started)
         config = statedb.parse_json(_col(row, "model_config"))
         config = config if isinstance(config, dict) else {}
         config.update(marker)
         title = _text(_col(row, "title")).strip() or None
         if title is not None:
-            title = _unique_title(title, self.titles)
+            title = unique_title(title, self.titles)
             self.titles.add(title)
         temporary = False
         if "hermes_web_sessions" in self.sides:

@@ -105,3 +105,42 @@ class AdminContentAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.model} {self.object_id}".strip()
+
+
+class ChatImportJob(LeaseFields):
+    """One upload of a ChatGPT or Claude export, imported by a Celery task (privacy.chat_jobs).
+    Claimed with a lease like an export; `report` holds the summary lines when it is done."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting"
+        RUNNING = "running", "Importing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_import_jobs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    stage = models.CharField(max_length=200, blank=True, default="")
+    #: The uploaded file under HERMES_EXPORT_DIR (a random name of ours), until it is read.
+    file_name = models.CharField(max_length=200, blank=True, default="")
+    #: What the import did, one line each (import_report.HermesImportReport.lines).
+    report = models.JSONField(default=list, blank=True)
+    error = models.CharField(max_length=300, blank=True, default="")
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed"]),
+                name="chatimportjob_status_valid",
+            ),
+            models.CheckConstraint(condition=Q(progress__lte=100), name="chatimportjob_pct"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chat import {self.pk} of {self.owner_id} ({self.status})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.privacy import registry
 
-from .models import AdminContentAccess, ExportJob
+from .models import AdminContentAccess, ChatImportJob, ExportJob
 
 
 def register() -> None:
@@ -14,6 +14,14 @@ def register() -> None:
         owner_path="owner",
         section="data_exports",
         category="Your data exports",
+        provided=False,
+        content=False,
+    )
+    registry.register(
+        ChatImportJob,
+        owner_path="owner",
+        section="chat_imports",
+        category="Your imports of ChatGPT and Claude exports",
         provided=False,
         content=False,
     )

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from core.leases import run_leased
 
+from .chat_jobs import chat_import_job_run
 from .erase import erasure_scrub
 from .jobs import export_job_run
 from .jobs import exports_expire as expire
@@ -42,3 +43,19 @@ def erasure_followup(user_id: int, groups: list[str]) -> list[str]:
     messages, then compact storage (SQLite: FTS optimize + WAL checkpoint; PostgreSQL:
     VACUUM) so deleted rows are not recoverable. Idempotent."""
     return erasure_scrub(user_id=user_id, groups=groups)
+
+
+@shared_task(
+    name="privacy.chat_import_run",
+    bind=True,
+    soft_time_limit=settings.HERMES_EXPORT_TASK_LIMIT,
+    time_limit=settings.HERMES_EXPORT_TASK_LIMIT + 30,
+    acks_late=True,
+)
+def chat_import_run(self: Task, job_id: int) -> dict[str, object]:
+    """Import the ChatGPT/Claude export uploaded for ChatImportJob `job_id` (its time limit
+    is the export's). Only the job id and its status go to the result backend."""
+    return {
+        "job": job_id,
+        "status": run_leased(self, lambda: chat_import_job_run(job_id=job_id)),
+    }

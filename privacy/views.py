@@ -21,7 +21,7 @@ from accounts.mail import site_origin
 from core.flash import section_tag
 from core.middleware import errors_back_to
 
-from . import erase, jobs
+from . import chat_jobs, erase, jobs
 from .hermes_import import hermes_import_zip
 
 #: Report lines shown after an import (the rest are summarised).
@@ -40,6 +40,7 @@ def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
         "temporary_chat_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
         "memory_entry_count": MemoryEntry.objects.filter(owner=user).count(),
         "import_max_mb": settings.HERMES_IMPORT_MAX_MB,
+        "chat_import_jobs": chat_jobs.chat_import_jobs(user=user),
     }
 
 
@@ -112,6 +113,30 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
             section="import",
         )
     return _back("import")
+
+
+@login_required
+@require_POST
+@errors_back_to("account", anchor="import-chats")
+def chat_import_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("export")
+    if upload is None:
+        _tell(
+            request,
+            messages.ERROR,
+            "Choose a ChatGPT or Claude export (the zip, or its conversations.json).",
+            section="import-chats",
+        )
+        return _back("import-chats")
+    chat_jobs.chat_import_job_start(user=request.user, upload=upload)
+    _tell(
+        request,
+        messages.SUCCESS,
+        "Importing your conversations. This page shows the progress and, at the end, what was "
+        "imported.",
+        section="import-chats",
+    )
+    return _back("import-chats")
 
 
 @login_required

@@ -17,6 +17,9 @@ from core.leases import LeaseFields
 #: `Session.source` of conversations held through the OpenAI-compatible endpoint (openai_api);
 #: the chat's own are "web", imported ones keep Hermes' value ("cli", "telegram", …).
 API_SOURCE = "api"
+#: `Session.source` of conversations imported from another assistant's data export
+#: (privacy.chat_import) → the name the chat shows ("Imported from ChatGPT").
+IMPORT_SOURCES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
 def new_session_id() -> str:
@@ -121,6 +124,11 @@ class Session(LeaseFields):
 
     def __str__(self) -> str:
         return self.title or self.id
+
+    @property
+    def imported_from(self) -> str:
+        """The assistant this conversation was imported from ("ChatGPT"), or ""."""
+        return IMPORT_SOURCES.get(self.source, "")
 
 
 class Message(models.Model):

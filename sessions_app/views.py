@@ -75,7 +75,7 @@ def sidebar_page(
     rows = (
         Session.objects.filter(owner=user, archived=False)
         .exclude(end_reason=Session.EndReason.COMPRESSION)
-        .only("id", "title", "pinned", "last_activity_at", "parent_id")
+        .only("id", "title", "pinned", "last_activity_at", "parent_id", "source")
         .order_by("-pinned", "-last_activity_at", "-id")
     )
     if query:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import ROOT, free_port
+from tests.support.processes import descendants
 
 sys.path.insert(0, str(ROOT / "deploy"))
 from render_nginx import render  # noqa: E402
@@ -68,28 +69,7 @@ class Proc:
 
     def pids(self) -> list[int]:
         """This process and its descendants (make → daphne, celery → pool children)."""
-        return [self.popen.pid, *descendants(self.popen.pid)]
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, frontier = [], [pid]
-    while frontier:
-        nxt = []
-        for p in frontier:
-            nxt.extend(children.get(p, []))
-        found.extend(nxt)
-        frontier = nxt
-    return found
+        return [self.popen.pid, *sorted(descendants(self.popen.pid))]
 
 
 def process_group_members(pgid: int) -> list[int]:

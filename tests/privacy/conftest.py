@@ -19,7 +19,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, Membership, Profile
 from memory.models import Source
 from memory.services import Provenance, memory_add, memory_snapshot_freeze
-from privacy.models import AdminContentAccess, ExportJob
+from privacy.models import AdminContentAccess, ChatImportJob, ExportJob
 from sessions_app.models import Message, SearchSummary, Session, SystemPrompt
 from skills_app.models import ReviewRun, SessionSkillState
 from skills_app.services import skill_create, skill_file_write
@@ -242,6 +242,7 @@ def seed(user, tag: str) -> Seeded:
         session=session, last_message_id=s.user_message.pk, kind="skill", outcome=m["review"]
     )
     s.job = ExportJob.objects.create(owner=user, stage="Ready", status="failed", error="x")
+    ChatImportJob.objects.create(owner=user, status="done", report=["Conversations: 1 imported"])
     seed_inferences(s)
     return s
 
@@ -297,3 +298,12 @@ def var_export_dir(settings) -> Path:
 
 
 __all__ = ["AdminContentAccess", "Seeded", "export_dir", "login", "marker", "seed"]
+
+
+@pytest.fixture
+def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:
+    """The worker process reads its settings from the environment."""
+    path = tmp_path / "worker-exports"
+    monkeypatch.setenv("HERMES_EXPORT_DIR", str(path))
+    settings.HERMES_EXPORT_DIR = path
+    return path

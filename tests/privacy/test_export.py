@@ -9,7 +9,6 @@ import json
 import sqlite3
 import zipfile
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -300,15 +299,6 @@ def test_account_page_starts_an_export_and_lists_it(
     job = ExportJob.objects.get(owner=owner, status="done")
     assert "Download zip" in body
     assert reverse("account_export_download", args=[job.pk]) in body
-
-
-@pytest.fixture
-def worker_export_dir(monkeypatch, tmp_path, settings) -> Path:
-    """The worker process reads its settings from the environment."""
-    path = tmp_path / "worker-exports"
-    monkeypatch.setenv("HERMES_EXPORT_DIR", str(path))
-    settings.HERMES_EXPORT_DIR = path
-    return path
 
 
 @pytest.mark.slow

@@ -1,0 +1,192 @@
+"""ChatGPT's `conversations.json`: a list of conversations, each a tree of messages.
+
+    {"id" | "conversation_id", "title", "create_time": <epoch>, "current_node": <node id>,
+     "mapping": {<node id>: {"id", "parent": <node id> | null, "children": [<node id>],
+                             "message": null | {"id", "author": {"role", "name"},
+                                                "create_time": <epoch> | null,
+                                                "content": {"content_type", "parts" | "text"},
+                                                "metadata": {...}}}}}
+
+The conversation is the path from the root to `current_node`; messages on other branches
+(edited prompts, regenerated answers) become its alternatives. Nodes without a message (the
+root, deleted nodes) are passed over: a message follows its nearest imported ancestor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privacy.statedb import from_epoch
+
+from . import BadExport, Imported, ImportedMessage, object_of, placeholder, text_of
+
+SOURCE = "chatgpt"
+
+#: Parts of a multimodal message that are not text → what the placeholder calls them.
+PART_NAMES = {
+    "image_asset_pointer": "image",
+    "audio_asset_pointer": "audio",
+    "real_time_user_audio_video_asset_pointer": "audio/video",
+    "audio_transcription": "audio",
+    "video_container_asset_pointer": "video",
+}
+#: Whole messages that are not text → what the placeholder calls them.
+CONTENT_NAMES = {
+    "code": "code interpreter input",
+    "execution_output": "code interpreter output",
+    "tether_browsing_display": "web browsing result",
+    "tether_quote": "web quote",
+    "system_error": "tool error",
+}
+TEXT_TYPES = {"text", "multimodal_text"}
+
+
+def looks_like(conversation: dict[str, Any]) -> bool:
+    return "mapping" in conversation
+
+
+def _content(message: dict[str, Any], out: Imported, where: str) -> str:
+    content = object_of(message.get("content") or {}, f"{where}: content")
+    kind = text_of(content.get("content_type"), f"{where}: content_type") or "text"
+    if kind not in TEXT_TYPES:
+        name = CONTENT_NAMES.get(kind, kind.replace("_", " "))
+        out.skipped[f"{name} (a placeholder names it)"] += 1
+        return placeholder(name)
+    parts = content.get("parts") or []
+    if not isinstance(parts, list):
+        raise BadExport(f"{where}: parts is not a list")
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            if part:
+                texts.append(part.replace("\x00", ""))
+            continue
+        if not isinstance(part, dict):
+            raise BadExport(f"{where}: a part is neither text nor an object")
+        kind = text_of(part.get("content_type"), f"{where}: part type") or "attachment"
+        name = PART_NAMES.get(kind, kind.replace("_", " "))
+        out.skipped[f"{name} (a placeholder names it)"] += 1
+        texts.append(placeholder(name))
+    return "\n\n".join(texts)
+
+
+def _path(mapping: dict[str, Any], current: str, where: str) -> list[str]:
+    """Node ids from the root to `current`. A cycle or a parent missing from the mapping
+    is a broken tree: refused, not guessed at."""
+    path: list[str] = []
+    seen: set[str] = set()
+    node_id: Any = current
+    while node_id is not None:
+        if not isinstance(node_id, str):
+            raise BadExport(f"{where}: a node id is not text")
+        if node_id in seen:
+            raise BadExport(f"{where}: its message tree has a cycle (at node {node_id[:40]})")
+        if node_id not in mapping:
+            raise BadExport(f"{where}: node {node_id[:40]} is missing from its mapping")
+        seen.add(node_id)
+        path.append(node_id)
+        node_id = object_of(mapping[node_id], f"{where}: node {node_id[:40]}").get("parent")
+    path.reverse()
+    return path
+
+
+def _newest_leaf(mapping: dict[str, Any], where: str) -> str:
+    """When `current_node` is absent: the most recent message of the tree."""
+    best, best_time = "", -1.0
+    for node_id, node in mapping.items():
+        node = object_of(node, f"{where}: node {str(node_id)[:40]}")
+        if node.get("children"):
+            continue
+        message = node.get("message") or {}
+        stamp = message.get("create_time") if isinstance(message, dict) else None
+        stamp = float(stamp) if isinstance(stamp, int | float) else 0.0
+        if stamp > best_time:
+            best, best_time = node_id, stamp
+    if not best:
+        raise BadExport(f"{where}: it has no messages")
+    return best
+
+
+def _tree_order(mapping: dict[str, Any], where: str) -> list[str]:
+    """Every node id, each after its parent. A parent missing from the mapping, or a node
+    that no root leads to (a cycle), is a broken tree."""
+    children: dict[str, list[str]] = {}
+    roots = []
+    for node_id, node in mapping.items():
+        parent = object_of(node, f"{where}: node {str(node_id)[:40]}").get("parent")
+        if parent is None:
+            roots.append(node_id)
+        elif not isinstance(parent, str) or parent not in mapping:
+            raise BadExport(f"{where}: the parent of node {str(node_id)[:40]} is missing")
+        else:
+            children.setdefault(parent, []).append(node_id)
+    order: list[str] = []
+    stack = list(reversed(roots))
+    while stack:
+        node_id = stack.pop()
+        order.append(node_id)
+        stack.extend(reversed(children.get(node_id, [])))
+    if len(order) != len(mapping):
+        raise BadExport(f"{where}: its message tree has a cycle")
+    return order
+
+
+def _message(node_id: str, message: Any, out: Imported, where: str) -> ImportedMessage | None:
+    """The message of a node, or None when it is not imported (counted why)."""
+    if message is None:
+        return None  # the root, or a deleted node
+    message = object_of(message, f"{where}: message {node_id[:40]}")
+    author = object_of(message.get("author") or {}, f"{where}: author")
+    role = text_of(author.get("role"), f"{where}: author.role")
+    metadata = message.get("metadata") or {}
+    if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+        out.skipped["hidden system context"] += 1
+        return None
+    if role == "tool":
+        # A tool's result without the call that asked for it cannot be replayed.
+        out.skipped["tool results (browsing, plugins, code interpreter)"] += 1
+        return None
+    if role not in ("user", "assistant", "system"):
+        out.skipped[f"messages from an unknown author ({role[:20] or 'none'})"] += 1
+        return None
+    content = _content(message, out, f"{where}: message {node_id[:40]}")
+    if not content.strip():
+        out.skipped["empty messages"] += 1
+        return None
+    return ImportedMessage(
+        ext_id=node_id,
+        role=role,
+        content=content,
+        timestamp=from_epoch(message.get("create_time")),
+    )
+
+
+def parse(conversation: dict[str, Any], where: str) -> Imported:
+    ext_id = text_of(conversation.get("conversation_id") or conversation.get("id"), where)
+    if not ext_id:
+        raise BadExport(f"{where}: it has no id")
+    mapping = object_of(conversation.get("mapping"), f"{where}: mapping")
+    out = Imported(
+        source=SOURCE,
+        ext_id=ext_id,
+        title=text_of(conversation.get("title"), f"{where}: title").strip(),
+        created=from_epoch(conversation.get("create_time")),
+    )
+    if not mapping:
+        return out
+    order = _tree_order(mapping, where)
+    current = conversation.get("current_node") or _newest_leaf(mapping, where)
+    on_path = set(_path(mapping, current, where))
+    #: node id → the export id of its nearest imported ancestor-or-self.
+    follows: dict[str, str] = {}
+    for node_id in order:
+        node = mapping[node_id]
+        after = follows[node["parent"]] if node.get("parent") is not None else ""
+        imported = _message(node_id, node.get("message"), out, where)
+        if imported is None:
+            follows[node_id] = after
+            continue
+        imported.parent = after
+        follows[node_id] = node_id
+        (out.messages if node_id in on_path else out.branches).append(imported)
+    return out

@@ -1,0 +1,103 @@
+"""Claude's `conversations.json`: a list of conversations, each a list of messages.
+
+    {"uuid", "name", "created_at": <ISO 8601>, "updated_at",
+     "chat_messages": [{"uuid", "sender": "human" | "assistant", "created_at",
+                        "text", "content": [{"type": "text", "text"} | {"type": ...}],
+                        "attachments": [{"file_name", ...}], "files": [{"file_name"}]}]}
+
+The text is the message's `text` blocks of `content` (or its `text` when it has no
+blocks); other blocks (tool use, tool results, images) and files become placeholders.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+
+from . import BadExport, Imported, ImportedMessage, object_of, placeholder, text_of
+
+SOURCE = "claude"
+ROLES = {"human": "user", "assistant": "assistant"}
+BLOCK_NAMES = {"tool_use": "tool call", "tool_result": "tool result", "image": "image"}
+
+
+def looks_like(conversation: dict[str, Any]) -> bool:
+    return "chat_messages" in conversation
+
+
+def _time(value: Any, where: str) -> datetime | None:
+    text = text_of(value, where)
+    try:
+        parsed = parse_datetime(text) if text else None
+    except ValueError:
+        return None
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)  # the export writes UTC
+    return parsed
+
+
+def _content(message: dict[str, Any], out: Imported, where: str) -> str:
+    blocks = message.get("content")
+    texts = []
+    if blocks:
+        if not isinstance(blocks, list):
+            raise BadExport(f"{where}: content is not a list")
+        for block in blocks:
+            block = object_of(block, f"{where}: a content block")
+            kind = text_of(block.get("type"), f"{where}: block type")
+            if kind == "text":
+                texts.append(text_of(block.get("text"), f"{where}: text"))
+            elif kind not in ("thinking", "redacted_thinking"):
+                name = BLOCK_NAMES.get(kind, kind.replace("_", " ") or "block")
+                out.skipped[f"{name} (a placeholder names it)"] += 1
+                texts.append(placeholder(name))
+            else:
+                out.skipped["thinking blocks"] += 1
+    else:
+        texts.append(text_of(message.get("text"), f"{where}: text"))
+    for key in ("attachments", "files"):
+        files = message.get(key) or []
+        if not isinstance(files, list):
+            raise BadExport(f"{where}: {key} is not a list")
+        for item in files:
+            name = text_of(object_of(item, f"{where}: a file").get("file_name"), where)
+            out.skipped["attached files (a placeholder names them)"] += 1
+            texts.append(placeholder(f"file {name[:100]}" if name else "file"))
+    return "\n\n".join(t for t in texts if t)
+
+
+def parse(conversation: dict[str, Any], where: str) -> Imported:
+    ext_id = text_of(conversation.get("uuid"), f"{where}: uuid")
+    if not ext_id:
+        raise BadExport(f"{where}: it has no uuid")
+    messages = conversation.get("chat_messages") or []
+    if not isinstance(messages, list):
+        raise BadExport(f"{where}: chat_messages is not a list")
+    out = Imported(
+        source=SOURCE,
+        ext_id=ext_id,
+        title=text_of(conversation.get("name"), f"{where}: name").strip(),
+        created=_time(conversation.get("created_at"), f"{where}: created_at"),
+    )
+    for i, message in enumerate(messages, start=1):
+        at = f"{where}: message {i}"
+        message = object_of(message, at)
+        sender = text_of(message.get("sender"), f"{at}: sender")
+        if sender not in ROLES:
+            out.skipped[f"messages from an unknown sender ({sender[:20] or 'none'})"] += 1
+            continue
+        content = _content(message, out, at)
+        if not content.strip():
+            out.skipped["empty messages"] += 1
+            continue
+        out.messages.append(
+            ImportedMessage(
+                ext_id=text_of(message.get("uuid"), f"{at}: uuid") or f"{ext_id}:{i}",
+                role=ROLES[sender],
+                content=content,
+                timestamp=_time(message.get("created_at"), f"{at}: created_at"),
+            )
+        )
+    return out

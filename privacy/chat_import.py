@@ -1,0 +1,335 @@
+"""Import a ChatGPT or Claude data export (the zip, or its `conversations.json`) into a
+user's account, so the history is searched like any other conversation.
+
+The format is told from the content (the first conversation's shape), never the file name.
+The JSON is streamed with ijson: one conversation is held at a time. Two passes over the
+file: the first checks every conversation (valid JSON, the format's shape, a sound message
+tree) and refuses the whole file — nothing imported — at the first fault; the second stores
+each conversation in its own transaction, so an interrupted import is resumed by running it
+again.
+
+Re-importing adds nothing: a conversation remembers its export id and the id of its last
+imported message (`Session.model_config["external_id"/"external_last"]`); a newer export
+adds the conversations it did not have and the messages after that last one.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+import ijson
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from core.exceptions import ServiceError
+from core.zipfiles import zip_errors
+from sessions_app.models import IMPORT_SOURCES as SOURCES
+
+from .chat_formats import BadExport, Imported, chatgpt, claude
+from .import_report import HermesImportReport
+from .import_sessions import (
+    TITLE_MAX,
+    import_id,
+    read_budget,
+    reported_cuts,
+    text_max,
+    unique_title,
+)
+
+FORMATS = (chatgpt, claude)
+EXPORT_NAME = "conversations.json"
+_CHUNK = 1024 * 1024
+_BATCH = 500
+
+Progress = Callable[[int, int], None]
+
+
+class _Member(io.RawIOBase):
+    """A zip member as a stream whose read errors are one refusal (core.zipfiles)."""
+
+    def __init__(self, member: IO[bytes], name: str) -> None:
+        self.member, self.name = member, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        with zip_errors(self.name):
+            data = self.member.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _too_large(size: int) -> ServiceError:
+    return ServiceError(
+        "too_large",
+        f"{EXPORT_NAME} holds {size / (1024 * 1024):,.0f} MiB, more than the "
+        f"{read_budget() // (1024 * 1024):,} MiB one import reads (4 × HERMES_IMPORT_MAX_MB).",
+    )
+
+
+@contextmanager
+def open_export(path: Path) -> Iterator[io.BufferedReader]:
+    """The bytes of `conversations.json`: the file itself, or that member of a zip (the
+    shallowest one). Its size is checked before anything is read."""
+    if zipfile.is_zipfile(path):
+        with zip_errors():
+            archive = zipfile.ZipFile(path)
+        with archive:
+            found = [
+                i
+                for i in archive.infolist()
+                if not i.is_dir() and PurePosixPath(i.filename).name == EXPORT_NAME
+            ]
+            if not found:
+                raise ServiceError(
+                    "invalid", f"No {EXPORT_NAME} in that zip: is it a ChatGPT or Claude export?"
+                )
+            info = min(found, key=lambda i: i.filename.count("/"))
+            if info.file_size > read_budget():
+                raise _too_large(info.file_size)
+            with zip_errors(info.filename):
+                member = archive.open(info)
+            with member:
+                yield io.BufferedReader(_Member(member, info.filename), _CHUNK)
+        return
+    size = path.stat().st_size
+    if size > read_budget():
+        raise _too_large(size)
+    with path.open("rb", buffering=_CHUNK) as handle:
+        yield handle
+
+
+def _objects(stream: io.BufferedReader) -> Iterator[dict[str, Any]]:
+    """The conversations of a `conversations.json`, one at a time."""
+    head = stream.peek(4)[:3]
+    if head == b"\xef\xbb\xbf":
+        stream.read(3)
+    while (first := stream.peek(1)[:1]) and first.isspace():
+        stream.read(1)
+    if first != b"[":
+        raise ServiceError(
+            "invalid_json",
+            f"That is not a ChatGPT or Claude {EXPORT_NAME}: it should be a JSON list of "
+            "conversations.",
+        )
+    count = 0
+    try:
+        for item in ijson.items(stream, "item", use_float=True):
+            count += 1
+            if not isinstance(item, dict):
+                raise ServiceError(
+                    "invalid",
+                    f"Nothing was imported: item {count} of the list is not a conversation.",
+                )
+            yield item
+    except ijson.JSONError as exc:
+        raise ServiceError(
+            "invalid_json",
+            f"Nothing was imported: the file is not valid JSON after {count:,} "
+            f"conversation(s) ({str(exc)[:120]}).",
+        ) from None
+
+
+def _where(index: int, conversation: dict[str, Any]) -> str:
+    title = conversation.get("title") or conversation.get("name")
+    return f"conversation {index}" + (f" ({title[:60]!r})" if isinstance(title, str) else "")
+
+
+def parsed(path: Path) -> Iterator[Imported]:
+    """Every conversation of the export, parsed; ServiceError at the first fault."""
+    fmt = None
+    with open_export(path) as stream:
+        for index, conversation in enumerate(_objects(stream), start=1):
+            if fmt is None:
+                fmt = next((f for f in FORMATS if f.looks_like(conversation)), None)
+                if fmt is None:
+                    raise ServiceError(
+                        "invalid",
+                        "Nothing was imported: the conversations are neither ChatGPT's "
+                        "(with a `mapping`) nor Claude's (with `chat_messages`).",
+                    )
+            elif not fmt.looks_like(conversation):
+                raise ServiceError(
+                    "invalid",
+                    f"Nothing was imported: {_where(index, conversation)} is not a "
+                    f"{SOURCES[fmt.SOURCE]} conversation like the ones before it.",
+                )
+            try:
+                yield fmt.parse(conversation, _where(index, conversation))
+            except BadExport as exc:
+                raise ServiceError("invalid", f"Nothing was imported: {exc}.") from None
+
+
+class _Importer:
+    def __init__(self, user: AbstractBaseUser) -> None:
+        from sessions_app.models import Session
+
+        self.user = user
+        self.report = HermesImportReport()
+        self.cuts = reported_cuts()
+        #: "<source>:<export id>" → (our session id, the last imported message's export id).
+        self.known: dict[str, tuple[str, str]] = {}
+        for sid, config in Session.objects.filter(owner=user, source__in=SOURCES).values_list(
+            "id", "model_config"
+        ):
+            config = config if isinstance(config, dict) else {}
+            if isinstance(config.get("external_id"), str):
+                self.known[config["external_id"]] = (sid, str(config.get("external_last", "")))
+        self.titles = set(
+            Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
+        )
+
+    def _capped(self, text: str) -> str:
+        if len(text) > text_max():
+            self.report.cut(self.cuts["content"])
+            return text[: text_max()]
+        return text
+
+    def _messages(self, session: Any, items: list, after: datetime) -> tuple[list, datetime]:
+        from sessions_app.models import Message
+
+        out = []
+        for item in items:
+            after = item.timestamp or after
+            out.append(
+                Message(
+                    session=session,
+                    role=item.role,
+                    content=self._capped(item.content),
+                    timestamp=after,
+                    status="complete" if item.role == "assistant" else "",
+                )
+            )
+        return out, after
+
+    def add(self, conv: Imported) -> None:
+        for what, n in conv.skipped.items():
+            self.report.skipped[what] = self.report.skipped.get(what, 0) + n
+        key = f"{conv.source}:{conv.ext_id}"
+        if key in self.known:
+            self._append(key, conv)
+            return
+        if not conv.messages:
+            self.report.skipped["conversations without any text"] = (
+                self.report.skipped.get("conversations without any text", 0) + 1
+            )
+            return
+        with transaction.atomic():
+            self._create(key, conv)
+
+    def _create(self, key: str, conv: Imported) -> None:
+        from sessions_app.branches import path_link_new_session
+        from sessions_app.models import Message, Session
+
+        started = conv.created or conv.messages[0].timestamp or timezone.now()
+        title = conv.title or None
+        if title is not None:
+            if len(title) > TITLE_MAX:
+                self.report.cut(self.cuts["title"])
+            title = unique_title(title, self.titles)
+            self.titles.add(title)
+        session_id, _ = import_id("", started)
+        last = conv.messages[-1].ext_id
+        session = Session.objects.create(
+            id=session_id,
+            owner=self.user,
+            source=conv.source,
+            title=title,
+            title_source=Session.TitleSource.USER if title else "",
+            model_config={"external_id": key, "external_last": last},
+            started_at=started,
+            last_activity_at=started,
+            message_count=len(conv.messages),
+        )
+        messages, newest = self._messages(session, conv.messages, started)
+        for start in range(0, len(messages), _BATCH):
+            Message.objects.bulk_create(messages[start : start + _BATCH])
+        path_link_new_session(session_id=session.pk)
+        Session.objects.filter(pk=session.pk).update(last_activity_at=max(newest, started))
+        self._branches(
+            session, conv, {m.ext_id: s for m, s in zip(conv.messages, messages, strict=True)}
+        )
+        self.known[key] = (session.pk, last)
+        self.report.sessions_created += 1
+        self.report.messages_created += len(messages)
+
+    def _branches(self, session: Any, conv: Imported, stored: dict[str, Any]) -> None:
+        """Other branches as the conversation's alternatives: off the selected path
+        (`active` false), each message after its parent (sessions_app.branches)."""
+        for item in conv.branches:
+            parent = stored.get(item.parent)
+            (message,), _ = self._messages(
+                session, [item], parent.timestamp if parent else session.started_at
+            )
+            message.parent, message.active = parent, False
+            message.save()
+            stored[item.ext_id] = message
+        if conv.branches:
+            self.report.branch_messages += len(conv.branches)
+
+    def _append(self, key: str, conv: Imported) -> None:
+        """A conversation imported before: add the messages after the last one it has."""
+        from django.db.models import F
+
+        from sessions_app.branches import path_tip
+        from sessions_app.models import Session
+
+        session_id, last = self.known[key]
+        ids = [m.ext_id for m in conv.messages]
+        if last not in ids:
+            self.report.sessions_skipped += 1
+            if ids:
+                self.report.warnings.append(
+                    f"{SOURCES[conv.source]} conversation {conv.title[:60]!r}: its last imported "
+                    "message is no longer on its selected path (edited or regenerated since); "
+                    "it was left as imported before."
+                )
+            return
+        new = conv.messages[ids.index(last) + 1 :]
+        if not new:
+            self.report.sessions_skipped += 1
+            return
+        with transaction.atomic():
+            session = Session.objects.select_for_update().get(pk=session_id, owner=self.user)
+            tip = path_tip(session_id=session_id)
+            messages, newest = self._messages(
+                session, new, tip.timestamp if tip else session.started_at
+            )
+            for message in messages:
+                message.parent = tip
+                message.save()
+                tip = message
+            config = dict(session.model_config or {}, external_last=new[-1].ext_id)
+            Session.objects.filter(pk=session_id).update(
+                model_config=config,
+                message_count=F("message_count") + len(messages),
+                last_activity_at=max(newest, session.last_activity_at),
+            )
+        self.known[key] = (session_id, new[-1].ext_id)
+        self.report.messages_appended += len(messages)
+
+
+def chat_import(
+    *, user: AbstractBaseUser, path: Path, progress: Progress | None = None
+) -> HermesImportReport:
+    """Import the ChatGPT or Claude export at `path` (see the module docstring). Raises
+    ServiceError, having imported nothing, when the file is not a sound export.
+    `progress(done, total)` is called after each conversation."""
+    path = Path(path)
+    if not path.is_file():
+        raise ServiceError("not_found", f"{path} is not a file.")
+    total = sum(1 for _ in parsed(path))  # the checking pass
+    importer = _Importer(user)
+    for done, conv in enumerate(parsed(path), start=1):
+        importer.add(conv)
+        if progress is not None:
+            progress(done, total)
+    return importer.report

@@ -1,0 +1,147 @@
+"""The Account page's import of a ChatGPT or Claude export as a background job: the upload
+is saved under HERMES_EXPORT_DIR with the owner's prefix (so an erasure removes it with the
+person's archives, see jobs.export_files_of_delete), a Celery task imports it holding the
+job's lease (kind `chat_import`) and reports progress, and the summary stays on the job.
+The file is deleted once the import has ended, whatever the outcome."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+import uuid
+from typing import IO
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.exceptions import ServiceError
+from core.leases import Lease, lease_acquire, lease_heartbeat, raise_if_held
+from core.queue import task_send_on_commit
+
+from .chat_import import chat_import
+from .hermes_import import upload_save
+from .jobs import PROGRESS_INTERVAL, Cancelled, export_dir
+from .models import ChatImportJob
+
+logger = logging.getLogger(__name__)
+
+KIND = "chat_import"
+
+
+def _path_of(job: ChatImportJob):
+    return export_dir() / job.file_name if job.file_name else None
+
+
+def _fail_stalled(user: AbstractBaseUser) -> None:
+    ChatImportJob.objects.filter(owner=user, status="running").exclude(
+        lease_expires_at__gt=timezone.now()
+    ).update(
+        status="failed",
+        lease_owner="",
+        lease_expires_at=None,
+        error="The import stopped unexpectedly. Upload the file again: nothing is imported twice.",
+        finished_at=timezone.now(),
+    )
+
+
+def chat_import_job_start(*, user: AbstractBaseUser, upload: IO[bytes]) -> ChatImportJob:
+    """Save `upload` and queue its import. Refused (409) while another import of the
+    person's is waiting or running, and (413) past HERMES_IMPORT_MAX_MB."""
+    _fail_stalled(user)
+    if ChatImportJob.objects.filter(owner=user, status__in=["queued", "running"]).exists():
+        raise ServiceError(
+            "busy", "An import is already in progress; wait for it to finish.", status=409
+        )
+    target = export_dir() / f"u{user.pk}-{secrets.token_hex(16)}.chatimport"
+    upload_save(upload, target, command="import_chats")
+    with transaction.atomic():
+        job = ChatImportJob.objects.create(
+            owner=user, file_name=target.name, task_id=uuid.uuid4().hex
+        )
+        job_id = job.pk
+
+        def unqueued() -> None:
+            target.unlink(missing_ok=True)
+            ChatImportJob.objects.filter(pk=job_id, status="queued").update(
+                status="failed",
+                error="The import could not be queued. Try again in a minute.",
+                finished_at=timezone.now(),
+            )
+
+        task_send_on_commit(
+            "privacy.chat_import_run", job_id, task_id=job.task_id, on_failure=unqueued
+        )
+    return job
+
+
+def chat_import_jobs(*, user: AbstractBaseUser, limit: int = 3) -> list[ChatImportJob]:
+    return list(ChatImportJob.objects.filter(owner=user)[:limit])
+
+
+def chat_import_job_run(*, job_id: int) -> str:
+    """Import the file of job `job_id`; returns the job's final status. Only the lease
+    holder imports; a redelivery takes over a dead one's lease (the import skips what the
+    dead one stored)."""
+    lease = lease_acquire(
+        ChatImportJob,
+        job_id,
+        kind=KIND,
+        when=Q(status__in=["queued", "running"]),
+        values={"status": "running", "progress": 0, "stage": "Checking the file"},
+    )
+    if lease is None:
+        raise_if_held(ChatImportJob, job_id, working=Q(status="running"))
+        status = ChatImportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
+        return status or "gone"
+    with lease_heartbeat(lease):
+        return _run_holding(lease)
+
+
+def _run_holding(lease: Lease) -> str:
+    job = ChatImportJob.objects.select_related("owner").get(pk=lease.pk)
+    path = _path_of(job)
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_INTERVAL and done < total:
+            return
+        last[0] = now
+        if not lease.update(
+            progress=min(100, done * 100 // max(total, 1)),
+            stage=f"Conversations {done:,}/{total:,}",
+        ):
+            raise Cancelled
+
+    try:
+        if path is None or not path.is_file():
+            raise ServiceError("not_found", "The uploaded file is gone; upload it again.")
+        report = chat_import(user=job.owner, path=path, progress=progress)
+    except Cancelled:
+        return "cancelled"
+    except ServiceError as exc:
+        lease.release(status="failed", error=exc.message[:300], finished_at=timezone.now())
+        return "failed"
+    except Exception as exc:
+        logger.exception("chat import %s failed", job.pk)
+        lease.release(
+            status="failed",
+            error=f"The import stopped ({type(exc).__name__}); upload the file again: "
+            "what was imported stays, nothing is imported twice.",
+            finished_at=timezone.now(),
+        )
+        return "failed"
+    finally:
+        if path is not None:
+            path.unlink(missing_ok=True)
+    lease.release(
+        status="done",
+        progress=100,
+        stage="Done",
+        report=report.lines(),
+        finished_at=timezone.now(),
+    )
+    return "done"
