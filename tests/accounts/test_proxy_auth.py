@@ -8,12 +8,15 @@ import asyncio
 from typing import Any
 
 import pytest
-from channels.testing import ApplicationCommunicator
+from channels.testing import ApplicationCommunicator, WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.core.handlers.asgi import ASGIHandler
 from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Membership
+from core.proxy import TrustedProxyMiddleware
+from hermes_site.asgi import application
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -164,10 +167,6 @@ def test_turning_header_sign_in_off_ends_its_sessions(settings):
 
 
 def asgi_get(peer: str, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
-    from django.core.handlers.asgi import ASGIHandler
-
-    from core.proxy import TrustedProxyMiddleware
-
     scope: dict[str, Any] = {
         "type": "http",
         "scheme": "http",
@@ -198,3 +197,27 @@ def test_through_asgi_the_proxy_is_believed_behind_x_forwarded_for_and_a_strange
     assert status == 200 and b'"username":"olivia"' in body
     status, _ = asgi_get(STRANGER, "/api/me/", header)
     assert status == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_chat_websocket_follows_the_session_the_header_started():
+    UserFactory(username="olivia")
+    client = Client()
+    assert client.get(reverse("dashboard"), **via(PROXY, "olivia")).status_code == 200
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+
+    async def go() -> bool:
+        ws = WebsocketCommunicator(
+            application,
+            "/ws/chat/",
+            headers=[
+                (b"origin", b"http://127.0.0.1:8000"),
+                (b"host", b"127.0.0.1:8000"),
+                (b"cookie", cookie),
+            ],
+        )
+        connected, _ = await ws.connect(timeout=10)
+        await ws.disconnect()
+        return connected
+
+    assert asyncio.run(go())
