@@ -17,6 +17,7 @@ from django.urls import reverse
 from accounts.models import Membership
 from core.proxy import TrustedProxyMiddleware
 from hermes_site.asgi import application
+from tests.chat.conftest import HOST, ORIGIN
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -210,11 +211,7 @@ def test_the_chat_websocket_follows_the_session_the_header_started():
         ws = WebsocketCommunicator(
             application,
             "/ws/chat/",
-            headers=[
-                (b"origin", b"http://127.0.0.1:8000"),
-                (b"host", b"127.0.0.1:8000"),
-                (b"cookie", cookie),
-            ],
+            headers=[ORIGIN, HOST, (b"cookie", cookie)],
         )
         connected, _ = await ws.connect(timeout=10)
         await ws.disconnect()
