@@ -19,6 +19,7 @@ from core.proxy import TrustedProxyMiddleware
 from hermes_site.asgi import application
 from tests.chat.conftest import HOST, ORIGIN
 from tests.factories import UserFactory
+from tests.hermes_site.test_settings import run_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -218,3 +219,19 @@ def test_the_chat_websocket_follows_the_session_the_header_started():
         return connected
 
     assert asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"HERMES_AUTH_HEADER": "Remote User"},
+            "HERMES_AUTH_HEADER: 'Remote User' is not a header",
+        ),
+        ({"HERMES_AUTH_ADMIN_GROUP": "admins"}, "HERMES_AUTH_ADMIN_GROUP needs"),
+    ],
+)
+def test_a_bad_header_setting_stops_startup_with_a_clear_message(tmp_path, env, message):
+    result = run_settings(tmp_path, **env)
+    assert result.returncode != 0
+    assert message in result.stderr
