@@ -237,6 +237,8 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
 
     template_name = "registration/password_set.html"
     post_reset_login = True
+    # The password backend (there are several: the auth proxy's header is another).
+    post_reset_login_backend = "accounts.backends.ThrottledModelBackend"
     success_url = reverse_lazy("dashboard")
 
     def form_valid(self, form):

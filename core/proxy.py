@@ -6,6 +6,9 @@ The proxy (nginx) connects to the ASGI server and says who its client was in
 TCP peer is one of HERMES_TRUSTED_PROXIES; from any other peer they are removed before
 Django (or the login throttle, or the access log) sees them. daphne's own
 `--proxy-headers` would trust them from every peer, which is why it stays off.
+
+The same goes for the headers an auth proxy signs people in with (HERMES_AUTH_HEADER and
+its e-mail and groups headers, accounts/proxy_auth.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ASGIApp = Any
 
 FORWARDED_HEADERS = (b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded")
+#: The TCP peer of the connection, kept in the scope before the client is rewritten.
+PEER_KEY = "hermes.peer"
+
+
+def identity_headers() -> tuple[bytes, ...]:
+    """The auth proxy's headers (lower case), which only a trusted proxy may send."""
+    names = (
+        settings.HERMES_AUTH_HEADER,
+        settings.HERMES_AUTH_EMAIL_HEADER,
+        settings.HERMES_AUTH_GROUPS_HEADER,
+    )
+    return tuple(name.lower().encode("latin-1") for name in names if name)
 
 
 def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
@@ -96,6 +111,13 @@ def resolve_client(
     return current
 
 
+def from_trusted_proxy(request: HttpRequest) -> bool:
+    """Whether the connection behind a Django request came from a trusted proxy: the peer
+    TrustedProxyMiddleware saw (REMOTE_ADDR is the client by then), else REMOTE_ADDR."""
+    scope = getattr(request, "scope", None) or {}
+    return is_trusted(scope.get(PEER_KEY) or request.META.get("REMOTE_ADDR", "") or "")
+
+
 def client_ip(request: HttpRequest) -> str:
     """The real client address of a Django request (see the module docstring)."""
     return resolve_client(
@@ -106,7 +128,8 @@ def client_ip(request: HttpRequest) -> str:
 
 class TrustedProxyMiddleware:
     """ASGI middleware for http and websocket scopes: from a trusted proxy, take the client
-    address and scheme from X-Forwarded-For/-Proto; from anyone else, drop those headers."""
+    address and scheme from X-Forwarded-For/-Proto; from anyone else, drop those headers
+    and the auth proxy's."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -122,10 +145,9 @@ class TrustedProxyMiddleware:
         peer = str(client[0] or "")
         headers = list(scope.get("headers") or [])
         if not is_trusted(peer):
-            cleaned = [(k, v) for k, v in headers if k.lower() not in FORWARDED_HEADERS]
-            if len(cleaned) == len(headers):
-                return scope
-            return {**scope, "headers": cleaned}
+            dropped = FORWARDED_HEADERS + identity_headers()
+            cleaned = [(k, v) for k, v in headers if k.lower() not in dropped]
+            return {**scope, "headers": cleaned, PEER_KEY: peer}
         values: dict[bytes, str] = {}
         for key, value in headers:
             key = key.lower()
@@ -133,7 +155,7 @@ class TrustedProxyMiddleware:
                 # Repeated headers are one comma-separated list (RFC 9110 §5.3).
                 text = value.decode("latin-1")
                 values[key] = f"{values[key]}, {text}" if key in values else text
-        new = dict(scope)
+        new = {**scope, PEER_KEY: peer}
         if b"x-forwarded-for" in values:
             new["client"] = (resolve_client(peer, values[b"x-forwarded-for"]), 0)
         proto = values.get(b"x-forwarded-proto", "").split(",")[0].strip().lower()

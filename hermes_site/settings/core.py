@@ -80,6 +80,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.proxy_auth.ProxyHeaderMiddleware",
     "accounts.middleware.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -114,8 +115,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# ModelBackend behind the login throttle (accounts/throttle.py).
-AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
+# ModelBackend behind the login throttle (accounts/throttle.py), and sign-in by an auth
+# proxy's header (accounts/proxy_auth.py; its sessions end while HERMES_AUTH_HEADER is off).
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.ThrottledModelBackend",
+    "accounts.proxy_auth.ProxyHeaderBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"

@@ -84,6 +84,18 @@ def test_middleware_strips_forwarded_headers_from_anyone_else(settings):
     assert names == {b"host"}
 
 
+def test_the_auth_proxy_headers_are_kept_from_a_trusted_proxy_only(settings):
+    settings.HERMES_TRUSTED_PROXIES = ["127.0.0.1"]
+    settings.HERMES_AUTH_HEADER = "Remote-User"
+    settings.HERMES_AUTH_EMAIL_HEADER = "Remote-Email"
+    identity = [(b"Remote-User", b"root"), (b"remote-email", b"root@example.org")]
+    for kind in ("http", "websocket"):
+        stranger = TrustedProxyMiddleware.rewrite(scope("203.0.113.7", identity, kind=kind))
+        assert {name for name, _ in stranger["headers"]} == {b"host"}
+        proxied = TrustedProxyMiddleware.rewrite(scope("127.0.0.1", identity, kind=kind))
+        assert all(header in proxied["headers"] for header in identity)
+
+
 def get(app: Any, request_scope: dict[str, Any]) -> tuple[int, dict[bytes, bytes]]:
     async def go() -> tuple[int, dict[bytes, bytes]]:
         comm = ApplicationCommunicator(app, {**request_scope, "method": "GET", "query_string": b""})
