@@ -14,4 +14,8 @@ urlpatterns = [
         apis.MeExportDownloadApi.as_view(),
         name="api-me-export-download",
     ),
+    path("me/chat-imports/", apis.MeChatImportsApi.as_view(), name="api-me-chat-imports"),
+    path(
+        "me/chat-imports/<int:job_id>/", apis.MeChatImportApi.as_view(), name="api-me-chat-import"
+    ),
 ]

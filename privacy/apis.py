@@ -14,10 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.mail import site_origin
+from core.exceptions import ServiceError
 from sessions_app.models import Message
 
-from . import erase, jobs
-from .models import ExportJob
+from . import chat_jobs, erase, jobs
+from .models import ChatImportJob, ExportJob
 
 ME = inline_serializer(
     "Me",
@@ -119,3 +120,55 @@ class MeExportDownloadApi(APIView):
     @extend_schema(responses={(200, "application/zip"): OpenApiResponse(description="The zip")})
     def get(self, request: Request, job_id: int) -> Any:
         return jobs.export_job_open(user=request.user, job_id=job_id).response()
+
+
+# --- ChatGPT / Claude imports ----------------------------------------------------------------
+
+CHAT_IMPORT_JOB = OpenApiResponse(
+    description="A ChatGPT/Claude import job: id, status, progress, stage, error, report "
+    "(the summary lines once done), created_at, finished_at, url"
+)
+
+
+def chat_import_payload(job: ChatImportJob) -> dict[str, Any]:
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "progress": job.progress,
+        "stage": job.stage,
+        "error": job.error,
+        "report": job.report,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "url": reverse("api-me-chat-import", args=[job.pk]),
+    }
+
+
+class MeChatImportsApi(APIView):
+    @extend_schema(responses={200: CHAT_IMPORT_JOB}, operation_id="me_chat_imports_list")
+    def get(self, request: Request) -> Response:
+        found = chat_jobs.chat_import_jobs(user=request.user)
+        return Response({"results": [chat_import_payload(j) for j in found]})
+
+    @extend_schema(
+        request={"multipart/form-data": {"type": "object", "properties": {"export": {}}}},
+        responses={202: CHAT_IMPORT_JOB},
+        description="Upload a ChatGPT or Claude export (`export`: the zip or its "
+        "conversations.json) to import in the background; poll the job's `url`.",
+    )
+    def post(self, request: Request) -> Response:
+        upload = request.FILES.get("export")
+        if upload is None:
+            raise ServiceError(
+                "invalid", "Send the export as the multipart file field `export`.", status=400
+            )
+        job = chat_jobs.chat_import_job_start(user=request.user, upload=upload)
+        payload = chat_import_payload(job)
+        return Response(payload, status=202, headers={"Location": payload["url"]})
+
+
+class MeChatImportApi(APIView):
+    @extend_schema(responses={200: CHAT_IMPORT_JOB})
+    def get(self, request: Request, job_id: int) -> Response:
+        job = chat_jobs.access_chat_import_job(user=request.user, job_id=job_id)
+        return Response(chat_import_payload(job))

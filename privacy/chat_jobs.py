@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from core.exceptions import ServiceError
+from core.exceptions import NotFound, ServiceError
 from core.leases import Lease, lease_acquire, lease_heartbeat, raise_if_held
 from core.queue import task_send_on_commit
 
@@ -79,6 +79,14 @@ def chat_import_job_start(*, user: AbstractBaseUser, upload: IO[bytes]) -> ChatI
 
 def chat_import_jobs(*, user: AbstractBaseUser, limit: int = 3) -> list[ChatImportJob]:
     return list(ChatImportJob.objects.filter(owner=user)[:limit])
+
+
+def access_chat_import_job(*, user: AbstractBaseUser, job_id: int) -> ChatImportJob:
+    """The user's job; another user's id is indistinguishable from a missing one."""
+    job = ChatImportJob.objects.filter(pk=job_id, owner=user).first()
+    if job is None:
+        raise NotFound("import")
+    return job
 
 
 def chat_import_job_run(*, job_id: int) -> str:

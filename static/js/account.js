@@ -1,10 +1,11 @@
-// Account page: follow data exports that are being built (ui.js asks before destructive forms).
+// Account page: follow data exports being built and chat imports running (ui.js asks before
+// destructive forms).
 (function () {
   "use strict";
 
   function follow(item) {
     var bar = item.querySelector("progress");
-    var stage = item.querySelector(".export-stage");
+    var stage = item.querySelector(".job-stage");
     window.Hermes.poll(item.getAttribute("data-job-url"), {
       delay: function (tries) { return tries === 0 ? 800 : tries < 10 ? 1000 : 3000; },
       maxTries: 600,
@@ -24,6 +25,8 @@
     });
   }
 
-  document.querySelectorAll(".export[data-status='queued'], .export[data-status='running']")
-    .forEach(follow);
+  document.querySelectorAll(
+    ".export[data-status='queued'], .export[data-status='running'], " +
+    ".chat-import[data-status='queued'], .chat-import[data-status='running']"
+  ).forEach(follow);
 })();

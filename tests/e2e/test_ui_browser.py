@@ -70,7 +70,7 @@ def test_export_progress_updates_without_a_reload(owner, live_server_url, browse
         timeout=15,
         what="the progress bar to follow the job",
     )
-    assert page.inner_text("#exports .export-stage") == "· Memory"
+    assert page.inner_text("#exports .job-stage") == "· Memory"
     assert loads == []
 
     # When the job ends the page reloads itself to show the outcome.

@@ -325,6 +325,36 @@ def test_a_second_upload_while_one_is_in_progress_is_refused(
     assert not Session.objects.filter(owner=owner).exists()
 
 
+def test_the_api_uploads_an_export_and_reports_the_job_to_its_owner_only(
+    owner, outsider, export_dir, django_capture_on_commit_callbacks
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from tests.privacy.conftest import login
+
+    client = login(owner)
+    data = json.dumps([claude_conversation("u-9", "Lisbon trams", "mkapi")]).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(
+            reverse("api-me-chat-imports"), {"export": SimpleUploadedFile("c.json", data)}
+        )
+    assert started.status_code == 202
+    job = client.get(started["Location"]).json()
+    assert (job["status"], job["progress"]) == ("done", 100)
+    assert any("1 imported" in line for line in job["report"])
+    assert [j["id"] for j in client.get(reverse("api-me-chat-imports")).json()["results"]] == [
+        job["id"]
+    ]
+    assert Session.objects.get(owner=owner).title == "Lisbon trams"
+    # Without a file: a clear 400; another person: the job does not exist for them.
+    missing = client.post(reverse("api-me-chat-imports"), {})
+    assert missing.status_code == 400 and "`export`" in missing.json()["error"]["message"]
+    stranger = login(outsider)
+    assert stranger.get(started["Location"]).status_code == 404
+    assert stranger.get(reverse("api-me-chat-imports")).json()["results"] == []
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_imports_the_upload_and_a_redelivery_adds_nothing(
