@@ -5,6 +5,8 @@ SET_NULL). The write path deletes entries with one DELETE and relies on it."""
 
 from django.db import migrations
 
+from sessions_app.migrations._fts_sql import VendorRunSQL
+
 SQLITE_FORWARD = [
     """
     CREATE TRIGGER memory_entry_release BEFORE DELETE ON memory_memoryentry
@@ -37,22 +39,12 @@ POSTGRES_REVERSE = [
 ]
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for sql in statements_by_vendor[schema_editor.connection.vendor]:
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("memory", "0003_mcp_source"),
     ]
 
     operations = [
-        migrations.RunPython(
-            _run({"sqlite": SQLITE_FORWARD, "postgresql": POSTGRES_FORWARD}),
-            _run({"sqlite": SQLITE_REVERSE, "postgresql": POSTGRES_REVERSE}),
-        ),
+        VendorRunSQL("sqlite", SQLITE_FORWARD, SQLITE_REVERSE),
+        VendorRunSQL("postgresql", POSTGRES_FORWARD, POSTGRES_REVERSE),
     ]
