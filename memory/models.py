@@ -153,10 +153,11 @@ class MemoryEntry(models.Model):
 class MemoryAnchor(models.Model):
     """One row per (user, target), locked by every write to that list.
 
-    PostgreSQL serialises writers with `SELECT … FOR UPDATE` on this row: locking the
-    entries themselves would not stop two concurrent *adds* (no row to lock yet) from both
-    passing the budget check. On SQLite the IMMEDIATE transaction already serialises
-    writers; `version` is bumped either way so readers can tell the list changed.
+    A write's first statement bumps `version` (UPDATE … RETURNING the owner's limits),
+    which on PostgreSQL locks this row until commit: locking the entries themselves would
+    not stop two concurrent *adds* (no row to lock yet) from both passing the budget
+    check. On SQLite the IMMEDIATE transaction already serialises writers. `version`
+    counts the writes that took the lock, so readers can tell the list may have changed.
     """
 
     owner = models.ForeignKey(

@@ -69,18 +69,34 @@ class MemoryPrefs:
     def limit(self, target: str) -> int:
         return self.user_limit if target == Target.USER else self.memory_limit
 
+    @classmethod
+    def of(
+        cls,
+        enabled: bool | None,
+        approval: bool | None,
+        memory_limit: int | None,
+        user_limit: int | None,
+    ) -> MemoryPrefs:
+        """From the Profile's columns; None (no profile, or no override) is the default."""
+        return cls(
+            enabled=True if enabled is None else bool(enabled),
+            approval=bool(approval),
+            memory_limit=settings.HERMES_MEMORY_CHAR_LIMIT
+            if memory_limit is None
+            else memory_limit,
+            user_limit=settings.HERMES_USER_CHAR_LIMIT if user_limit is None else user_limit,
+        )
+
 
 def memory_prefs(*, user: AbstractBaseUser) -> MemoryPrefs:
     profile = _profile(user)
-    memory_limit = profile.memory_char_limit if profile else None
-    user_limit = profile.user_char_limit if profile else None
-    return MemoryPrefs(
-        enabled=profile.memory_enabled if profile else True,
-        approval=profile.memory_write_approval if profile else False,
-        memory_limit=memory_limit
-        if memory_limit is not None
-        else settings.HERMES_MEMORY_CHAR_LIMIT,
-        user_limit=user_limit if user_limit is not None else settings.HERMES_USER_CHAR_LIMIT,
+    if profile is None:
+        return MemoryPrefs.of(None, None, None, None)
+    return MemoryPrefs.of(
+        profile.memory_enabled,
+        profile.memory_write_approval,
+        profile.memory_char_limit,
+        profile.user_char_limit,
     )
 
 

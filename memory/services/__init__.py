@@ -3,7 +3,8 @@ the REST API, the admin and imports, plus the frozen prompt snapshot.
 
     validation  target / text / operation checks (before any lock)
     engine      Hermes' matching and apply rules on an in-memory copy
-    store       the locked write (anchor row lock, budget, persistence, audit)
+    anchor      the (user, target) row lock, version bump and limits, in one statement
+    store       the locked write (budget, persistence, audit)
     entries     add / replace / remove / batch / id-based edits / approvals
     transfer    MEMORY.md / USER.md import; a file over the limit held for the owner's choice
     snapshot    the MEMORY / USER PROFILE blocks frozen into a session's prompt

@@ -6,7 +6,8 @@ goes through `write`, which:
 1. validates and threat-scans the new text *before* taking any lock (a blocked write is
    never stored, only audit-logged);
 2. serialises writers per (user, target): SQLite's IMMEDIATE transactions take the write
-   lock at BEGIN, and PostgreSQL locks the `MemoryAnchor` row with SELECT … FOR UPDATE;
+   lock at BEGIN, and on PostgreSQL the first statement bumps the `MemoryAnchor` row's
+   version, which locks it (the same statement reads the owner's limits);
 3. reloads the list under that lock, applies the operations to a copy, checks the budget
    on the final state and only then writes the difference.
 
@@ -23,22 +24,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
 
 from .. import scanner
-from ..models import AGENT_SOURCES, MemoryAnchor, MemoryEntry, MemoryEvent, Target, content_digest
+from ..models import AGENT_SOURCES, MemoryEntry, MemoryEvent, Target, content_digest
 from ..selectors import (
     TARGET_LABELS,
     Usage,
     memory_contents,
-    memory_prefs,
     usage_of,
 )
+from .anchor import lock_anchor
 from .engine import Change, OpFailed, Slot, apply_ops
 from .validation import ACTIONS, Op, Provenance, check_content, check_target, clean_text, sanitized
 
@@ -85,21 +86,6 @@ class WriteResult:
         return payload
 
 
-def lock_anchor(user: AbstractBaseUser, target: str) -> MemoryAnchor:
-    """Lock the (user, target) anchor row. Call inside transaction.atomic()."""
-    qs = MemoryAnchor.objects.select_for_update()
-    anchor = qs.filter(owner=user, target=target).first()
-    if anchor is not None:
-        return anchor
-    try:
-        with transaction.atomic():
-            MemoryAnchor.objects.create(owner=user, target=target)
-    except IntegrityError:
-        # Another writer created it first; its row is committed (or we wait for it below).
-        pass
-    return qs.get(owner=user, target=target)
-
-
 def _persist(
     user: AbstractBaseUser,
     target: str,
@@ -114,7 +100,11 @@ def _persist(
     kept = {s.entry.pk for s in slots if s.entry is not None}
     gone = [e.pk for e in loaded if e.pk not in kept]
     if gone:
-        MemoryEntry.objects.filter(pk__in=gone).delete()
+        # One statement, not Django's collector (a SELECT per related model): the entries'
+        # pending proposals go with them, and the database's trigger (migration
+        # 0004_entry_release) unlinks their snapshot rows and audit events.
+        doomed = MemoryEntry.objects.filter(Q(pk__in=gone) | Q(pending_of__in=gone))
+        doomed._raw_delete(doomed.db)
     updated = [s for s in slots if s.entry is not None and s.changed]
     if len(updated) > 1:
         # Two entries may swap texts; park their digests first so the partial unique
@@ -346,16 +336,14 @@ def write(
                 findings=[f.id for f in findings],
             )
 
-    prefs = memory_prefs(user=user)
-    if stage is None:
-        stage = prefs.approval and provenance.source in AGENT_SOURCES
-    limit = prefs.limit(target)
-
     # 3. Under the lock: reload, apply to a copy, check the budget, write the difference.
     failing = clean[0]
     try:
         with transaction.atomic():
-            anchor = lock_anchor(user, target)
+            prefs = lock_anchor(user, target)
+            if stage is None:
+                stage = prefs.approval and provenance.source in AGENT_SOURCES
+            limit = prefs.limit(target)
             loaded = list(
                 MemoryEntry.objects.active()
                 .filter(owner=user, target=target)
@@ -387,9 +375,6 @@ def write(
                 )
             if changes:
                 _persist(user, target, loaded, slots, provenance, session_id, message_id)
-                MemoryAnchor.objects.filter(pk=anchor.pk).update(
-                    version=F("version") + 1, updated_at=timezone.now()
-                )
                 log_events(
                     user,
                     target,

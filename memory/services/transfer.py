@@ -16,8 +16,9 @@ from core.exceptions import ServiceError
 
 from ..models import ENTRY_DELIMITER, MemoryEntry, MemoryEvent, Source, Target, content_digest
 from ..selectors import memory_limit, usage_of
+from .anchor import lock_anchor
 from .snapshot import FILE_LABELS
-from .store import WriteResult, lock_anchor, log_events, write
+from .store import WriteResult, log_events, write
 from .validation import Op, Provenance, check_target
 
 

@@ -49,8 +49,9 @@ def test_fifty_threads_lose_nothing_and_never_exceed_the_limit(writer):
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite transaction modes")
 def test_deferred_transactions_would_be_caught(writer):
-    """The same test against DEFERRED transactions (read first, take the write lock
-    later) finds failures: proof that the check above can fail."""
+    """The same test against DEFERRED transactions in callers that read the list first
+    and write later (the write path alone opens with a write) finds failures: proof that
+    the check above can fail."""
     reports, monitor = run_threads(user=writer, threads=THREADS, ops=20, deferred=True)
     found = problems(user=writer, reports=reports, limit=LIMIT, max_seen=monitor.max_seen)
     assert found, "deferred transactions raced without any visible failure"

@@ -18,6 +18,8 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,6 +140,18 @@ class ViaApi(_Via):
 VIAS = {"service": ViaService, "tool": ViaTool, "api": ViaApi}
 
 
+@contextmanager
+def _read_first(user: Any) -> Iterator[None]:
+    """A caller's transaction that reads the list, then writes (through the block)."""
+    from django.db import transaction
+
+    from memory.selectors import memory_contents
+
+    with transaction.atomic():
+        memory_contents(user=user, target="memory")
+        yield
+
+
 def run_worker(
     *, user: Any, worker: int, ops: int, via: str = "service", deferred: bool = False
 ) -> WorkerReport:
@@ -149,25 +163,28 @@ def run_worker(
         connection.ensure_connection()
         if deferred:
             # The bug the IMMEDIATE default prevents: read first, upgrade to a write later.
+            # The write path's own first statement is a write, so each call here runs in a
+            # transaction of its caller's that reads the list before the write.
             connection.transaction_mode = "DEFERRED"
         client = VIAS[via](user)
         rng = random.Random(worker)
         for j in range(ops):
             choice = rng.random()
             try:
-                if not report.expected or choice < 0.5:
-                    text = f"w{worker:02d}-{j:04d}"
-                    client.add(text)
-                    report.expected.append(text)
-                elif choice < 0.75:
-                    old = rng.choice(report.expected)
-                    new = f"w{worker:02d}-{j:04d}r"
-                    client.replace(old, new)
-                    report.expected[report.expected.index(old)] = new
-                else:
-                    old = rng.choice(report.expected)
-                    client.remove(old)
-                    report.expected.remove(old)
+                with _read_first(user) if deferred else nullcontext():
+                    if not report.expected or choice < 0.5:
+                        text = f"w{worker:02d}-{j:04d}"
+                        client.add(text)
+                        report.expected.append(text)
+                    elif choice < 0.75:
+                        old = rng.choice(report.expected)
+                        new = f"w{worker:02d}-{j:04d}r"
+                        client.replace(old, new)
+                        report.expected[report.expected.index(old)] = new
+                    else:
+                        old = rng.choice(report.expected)
+                        client.remove(old)
+                        report.expected.remove(old)
                 report.succeeded += 1
             except Refused as exc:
                 if exc.code == "over_limit":
