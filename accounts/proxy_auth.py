@@ -58,7 +58,7 @@ class ProxyHeaderBackend(RemoteUserBackend):
     e-mail and admin role follow the proxy's headers at every sign-in."""
 
     @property
-    def create_unknown_user(self) -> bool:  # type: ignore[override]
+    def create_unknown_user(self) -> bool:
         return settings.HERMES_AUTH_HEADER_CREATE
 
     def clean_username(self, username: str) -> str:

@@ -237,7 +237,10 @@ def _unpack(archive: Path, work: Path, vendor: str) -> dict[str, Any]:
             names = tar.getnames()
             if MANIFEST not in names:
                 raise BackupError("This is not a Hermes backup (no manifest.json in it).")
-            manifest = json.loads(tar.extractfile(MANIFEST).read())  # type: ignore[union-attr]
+            member = tar.extractfile(MANIFEST)
+            if member is None:
+                raise BackupError("This is not a Hermes backup (its manifest.json is no file).")
+            manifest = json.loads(member.read())
             _check_manifest(manifest, vendor)
             files = manifest["files"]
             if manifest.get("database") not in files or set(names) != {MANIFEST, *files}:

@@ -47,7 +47,7 @@ def _tools() -> dict[str, McpTool]:
 
 def _token() -> ApiToken:
     request = server.request_context.request
-    return request.scope[TOKEN_KEY]  # type: ignore[union-attr]
+    return request.scope[TOKEN_KEY]
 
 
 @server.list_tools()

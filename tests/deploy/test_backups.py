@@ -213,11 +213,15 @@ def damaged_copies(archive: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]
         tar.add(ROOT / "README.md", arcname="README.md")
     not_tar = tmp_path / "notes.txt"
     not_tar.write_text("my shopping list\n")
+    hollow = tmp_path / "hollow.tar"
+    with tarfile.open(hollow, "w") as tar:
+        tar.addfile(_directory(backups.MANIFEST))
     other = "postgresql" if connection.vendor == "sqlite" else "sqlite"
     return {
         "truncated": (truncated, "not a complete Hermes backup|damaged or truncated"),
         "foreign": (foreign, "not a Hermes backup"),
         "not a tar": (not_tar, "not a complete Hermes backup"),
+        "manifest a folder": (hollow, "its manifest.json is no file"),
         "newer format": (
             with_manifest(archive, tmp_path / "newer.tar", format_version=2),
             "format version 2; this Hermes reads version 1",
@@ -235,6 +239,12 @@ def damaged_copies(archive: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]
             "manifest is damaged",
         ),
     }
+
+
+def _directory(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    return info
 
 
 def with_manifest(archive: Path, target: Path, **changes: object) -> Path:
