@@ -23,7 +23,7 @@ from core.queue import task_send_on_commit
 
 from .chat_import import chat_import
 from .hermes_import import upload_save
-from .jobs import PROGRESS_INTERVAL, Cancelled, export_dir
+from .jobs import PROGRESS_INTERVAL, Cancelled, export_dir, jobs_fail_stalled
 from .models import ChatImportJob
 
 logger = logging.getLogger(__name__)
@@ -35,22 +35,13 @@ def _path_of(job: ChatImportJob):
     return export_dir() / job.file_name if job.file_name else None
 
 
-def _fail_stalled(user: AbstractBaseUser) -> None:
-    ChatImportJob.objects.filter(owner=user, status="running").exclude(
-        lease_expires_at__gt=timezone.now()
-    ).update(
-        status="failed",
-        lease_owner="",
-        lease_expires_at=None,
-        error="The import stopped unexpectedly. Upload the file again: nothing is imported twice.",
-        finished_at=timezone.now(),
-    )
-
-
 def chat_import_job_start(*, user: AbstractBaseUser, upload: IO[bytes]) -> ChatImportJob:
     """Save `upload` and queue its import. Refused (409) while another import of the
     person's is waiting or running, and (413) past HERMES_IMPORT_MAX_MB."""
-    _fail_stalled(user)
+    jobs_fail_stalled(
+        ChatImportJob.objects.filter(owner=user),
+        error="The import stopped unexpectedly. Upload the file again: nothing is imported twice.",
+    )
     if ChatImportJob.objects.filter(owner=user, status__in=["queued", "running"]).exists():
         raise ServiceError(
             "busy", "An import is already in progress; wait for it to finish.", status=409

@@ -23,7 +23,7 @@ from typing import IO
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import FileResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -121,21 +121,26 @@ def export_job_start(*, user: AbstractBaseUser, origin: str = "") -> ExportJob:
     return job
 
 
+def jobs_fail_stalled(jobs: QuerySet, *, error: str) -> int:
+    """Jobs (exports, chat imports) whose lease expired — the process died and no
+    redelivery took them over — end as failed with `error`, so they neither show "running"
+    forever nor block a new one."""
+    return (
+        jobs.filter(status="running")
+        .exclude(lease_expires_at__gt=timezone.now())
+        .update(
+            status="failed",
+            lease_owner="",
+            lease_expires_at=None,
+            error=error,
+            finished_at=timezone.now(),
+        )
+    )
+
+
 def exports_fail_stalled(*, user: AbstractBaseUser | None = None) -> int:
-    """Builds whose lease expired (the process died and no redelivery took them over) end
-    as failed, so they neither show "running" forever nor block a new export."""
-    stalled = ExportJob.objects.filter(status="running").exclude(
-        lease_expires_at__gt=timezone.now()
-    )
-    if user is not None:
-        stalled = stalled.filter(owner=user)
-    return stalled.update(
-        status="failed",
-        lease_owner="",
-        lease_expires_at=None,
-        error="The export stopped unexpectedly. Start it again.",
-        finished_at=timezone.now(),
-    )
+    jobs = ExportJob.objects.all() if user is None else ExportJob.objects.filter(owner=user)
+    return jobs_fail_stalled(jobs, error="The export stopped unexpectedly. Start it again.")
 
 
 # --- running --------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.mail import site_origin
 from core.flash import section_tag
 from core.middleware import errors_back_to
+from memory.models import MemoryEntry, Source
+from memory.services import Provenance, memory_import_held, memory_import_resolve
 
 from . import chat_jobs, erase, jobs
 from .hermes_import import hermes_import_zip
@@ -30,9 +32,6 @@ MAX_REPORT_LINES = 12
 
 def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
     """What the Account page's data section shows (registered with accounts.account_page)."""
-    from memory.models import MemoryEntry
-    from memory.services import memory_import_held
-
     return {
         "held_imports": memory_import_held(user=user),
         "export_jobs": jobs.export_jobs(user=user, limit=3),
@@ -144,8 +143,6 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
 @errors_back_to("account", anchor="import")
 def hermes_import_held(request: HttpRequest) -> HttpResponse:
     """The person's choice for memory entries an import held back (over their limit)."""
-    from memory.models import Source
-    from memory.services import Provenance, memory_import_resolve
 
     message = memory_import_resolve(
         user=request.user,
