@@ -187,8 +187,6 @@ class _Importer:
             config = config if isinstance(config, dict) else {}
             if isinstance(config.get("external_id"), str):
                 self.known[config["external_id"]] = (sid, str(config.get("external_tree", "")))
-        #: Our session of each conversation of the export, in the export's order.
-        self.session_ids: list[str] = []
         self.titles = set(
             Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
         )
@@ -272,7 +270,7 @@ class _Importer:
             session, conv, {m.ext_id: s for m, s in zip(conv.messages, messages, strict=True)}
         )
         self.known[key] = (session.pk, digest)
-        self.session_ids.append(session.pk)
+        self.report.session_ids.append(session.pk)
         self.report.sessions_created += 1
         self.report.messages_created += len(messages)
 
@@ -295,7 +293,7 @@ class _Importer:
         from sessions_app.models import Session
 
         session_id, digest = self.known[key]
-        self.session_ids.append(session_id)
+        self.report.session_ids.append(session_id)
         new_digest = tree_digest(conv)
         if new_digest == digest or not conv.messages:
             self.report.sessions_skipped += 1

@@ -31,6 +31,9 @@ class HermesImportReport:
     branch_messages: int = 0
     #: Conversations imported before whose selected path moved to the newer export's branch.
     paths_followed: int = 0
+    #: ChatGPT/Claude: our conversation of each of the export's, in its order (imported now
+    #: or before), for the learning review.
+    session_ids: list[str] = field(default_factory=list)
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
