@@ -480,3 +480,36 @@ def test_a_model_failure_ends_the_learning_with_what_was_learned_and_how_to_go_o
         line.startswith("Error: The model failed") and "upload the export again" in line
         for line in job.learning["lines"]
     )
+
+
+def test_the_periodic_requeue_sends_learning_whose_task_was_lost(
+    owner, scripted, settings, tmp_path
+):
+    from core.leases import leases_requeue_stalled
+
+    settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(long_history(4)))
+    report = chat_import(user=owner, path=path)
+    Reviewer(scripted)
+    plan = learn_plan(user=owner, session_ids=report.session_ids)
+    stalled = ChatImportJob.objects.create(
+        owner=owner,
+        status="done",
+        learn=True,
+        learn_status="running",
+        learning={**plan, "batch": 1, "done": 3},
+        lease_owner="chat_learn@another-host:7#gone",
+        lease_expires_at=timezone.now() - timedelta(seconds=5),
+    )
+    fresh = ChatImportJob.objects.create(
+        owner=owner, status="done", learn=True, learn_status="queued", learning=dict(plan)
+    )
+
+    # Eager tasks: what the requeue sends runs here, now. The queued job is younger than
+    # HERMES_REQUEUE_SECONDS: its own task is still on its way.
+    assert leases_requeue_stalled() == {"chat_learn": 1}
+
+    stalled.refresh_from_db()
+    assert (stalled.learn_status, stalled.learning["done"], stalled.lease_owner) == ("done", 4, "")
+    assert ChatImportJob.objects.get(pk=fresh.pk).learn_status == "queued"
