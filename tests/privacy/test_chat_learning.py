@@ -199,14 +199,27 @@ def long_history(count: int) -> list[dict]:
     ]
 
 
+def imported(owner, tmp_path, count: int) -> list[str]:
+    """Import `long_history(count)` for `owner`; the sessions, in the export's order."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(long_history(count)))
+    return chat_import(user=owner, path=path).session_ids
+
+
+def learning_job(owner, session_ids: list[str], *, progress=None, **fields) -> ChatImportJob:
+    """A finished import of `session_ids` whose learning is queued (`progress` overrides
+    the plan's counters, as a run that got that far left them)."""
+    plan = {**learn_plan(user=owner, session_ids=session_ids), **(progress or {})}
+    values = {"status": "done", "learn": True, "learn_status": "queued", **fields}
+    return ChatImportJob.objects.create(owner=owner, learning=plan, **values)
+
+
 def test_the_most_informative_conversations_are_read_oldest_first_within_the_caps(
     owner, scripted, settings, tmp_path
 ):
     settings.HERMES_IMPORT_LEARN_CONVERSATIONS = 3
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(6)))
-    report = chat_import(user=owner, path=path)
-    plan = learn_plan(user=owner, session_ids=report.session_ids)
+    session_ids = imported(owner, tmp_path, 6)
+    plan = learn_plan(user=owner, session_ids=session_ids)
     titles = dict(Session.objects.filter(owner=owner).values_list("pk", "title"))
     chosen = [titles[s] for batch in plan["batches"] for s in batch]
     # The three with the most of the person's words, the oldest first.
@@ -217,24 +230,16 @@ def test_the_most_informative_conversations_are_read_oldest_first_within_the_cap
     old = Session.objects.get(owner=owner, title="Chat 5")
     Message.objects.filter(session=old).update(timestamp=timezone.now() - timedelta(days=3650))
     settings.HERMES_IMPORT_LEARN_CONVERSATIONS = 1
-    (batch,) = learn_plan(user=owner, session_ids=report.session_ids)["batches"]
+    (batch,) = learn_plan(user=owner, session_ids=session_ids)["batches"]
     assert [titles[s] for s in batch] == ["Chat 4"]
 
 
 def test_the_model_calls_stay_within_the_cap(owner, scripted, settings, tmp_path):
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600  # three short conversations a batch
     settings.HERMES_IMPORT_LEARN_MAX_CALLS = 8  # two batches of at most 4 calls
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(8)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 8)
     Reviewer(scripted, lambda text: ["Gardens a lot"] if "mkchat7x" in text else [])
-    job = ChatImportJob.objects.create(
-        owner=owner,
-        status="done",
-        learn=True,
-        learn_status="queued",
-        learning=learn_plan(user=owner, session_ids=report.session_ids),
-    )
+    job = learning_job(owner, session_ids)
     titles = dict(Session.objects.filter(owner=owner).values_list("pk", "title"))
     assert [[titles[s] for s in b] for b in job.learning["batches"]] == [
         ["Chat 2", "Chat 3", "Chat 4"],
@@ -251,14 +256,11 @@ def test_the_model_calls_stay_within_the_cap(owner, scripted, settings, tmp_path
 
 def test_a_run_that_hits_the_cap_stops_and_says_what_is_left(owner, scripted, settings, tmp_path):
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(3)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 3)
     Reviewer(scripted)
-    plan = learn_plan(user=owner, session_ids=report.session_ids)
-    plan["calls"] = settings.HERMES_IMPORT_LEARN_MAX_CALLS - 2  # a batch would pass the cap
-    job = ChatImportJob.objects.create(
-        owner=owner, status="done", learn=True, learn_status="queued", learning=plan
+    # Calls spent already: one more batch could pass the cap.
+    job = learning_job(
+        owner, session_ids, progress={"calls": settings.HERMES_IMPORT_LEARN_MAX_CALLS - 2}
     )
     assert chat_learn_run(job_id=job.pk) == "done"
     job.refresh_from_db()
@@ -327,22 +329,18 @@ def test_a_run_taken_over_after_a_crash_goes_on_from_its_last_batch(
     owner, scripted, settings, tmp_path
 ):
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(4)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 4)
     Reviewer(scripted)
-    plan = learn_plan(user=owner, session_ids=report.session_ids)
-    assert len(plan["batches"]) == 2
-    plan.update(batch=1, done=3)  # the first batch was finished by a process that died
-    job = ChatImportJob.objects.create(
-        owner=owner,
-        status="done",
-        learn=True,
+    # The first batch was finished by a process that died in the second.
+    job = learning_job(
+        owner,
+        session_ids,
+        progress={"batch": 1, "done": 3},
         learn_status="running",
-        learning=plan,
         lease_owner="chat_learn@elsewhere:1#dead",
         lease_expires_at=timezone.now() - timedelta(seconds=1),
     )
+    assert len(job.learning["batches"]) == 2
 
     assert chat_learn_run(job_id=job.pk) == "done"
 
@@ -359,17 +357,9 @@ def test_a_long_run_continues_in_a_new_task_after_its_slice(
 
     monkeypatch.setattr(run, "SLICE_SECONDS", -1)  # every batch in a task of its own
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(7)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 7)
     Reviewer(scripted)
-    job = ChatImportJob.objects.create(
-        owner=owner,
-        status="done",
-        learn=True,
-        learn_status="queued",
-        learning=learn_plan(user=owner, session_ids=report.session_ids),
-    )
+    job = learning_job(owner, session_ids)
     # Eager tasks: each continuation runs inline.
     assert chat_learn_run(job_id=job.pk) == "continued"
     job.refresh_from_db()
@@ -458,19 +448,11 @@ def test_a_model_failure_ends_the_learning_with_what_was_learned_and_how_to_go_o
     from devtools.scripted_llm import Fault
 
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(4)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 4)
     # The second batch's review fails; the reviewer's rules come after this one.
     scripted.add_rule(lambda body: "mkchat3x" in json.dumps(body), fault=Fault(status=500))
     Reviewer(scripted, lambda text: ["Gardens a lot"] if "mkchat0x" in text else [])
-    job = ChatImportJob.objects.create(
-        owner=owner,
-        status="done",
-        learn=True,
-        learn_status="queued",
-        learning=learn_plan(user=owner, session_ids=report.session_ids),
-    )
+    job = learning_job(owner, session_ids)
 
     assert chat_learn_run(job_id=job.pk) == "failed"
 
@@ -488,23 +470,17 @@ def test_the_periodic_requeue_sends_learning_whose_task_was_lost(
     from core.leases import leases_requeue_stalled
 
     settings.HERMES_INFERENCE_TRANSCRIPT_CHARS = 600
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(long_history(4)))
-    report = chat_import(user=owner, path=path)
+    session_ids = imported(owner, tmp_path, 4)
     Reviewer(scripted)
-    plan = learn_plan(user=owner, session_ids=report.session_ids)
-    stalled = ChatImportJob.objects.create(
-        owner=owner,
-        status="done",
-        learn=True,
+    stalled = learning_job(
+        owner,
+        session_ids,
+        progress={"batch": 1, "done": 3},
         learn_status="running",
-        learning={**plan, "batch": 1, "done": 3},
         lease_owner="chat_learn@another-host:7#gone",
         lease_expires_at=timezone.now() - timedelta(seconds=5),
     )
-    fresh = ChatImportJob.objects.create(
-        owner=owner, status="done", learn=True, learn_status="queued", learning=dict(plan)
-    )
+    fresh = learning_job(owner, session_ids)
 
     # Eager tasks: what the requeue sends runs here, now. The queued job is younger than
     # HERMES_REQUEUE_SECONDS: its own task is still on its way.
