@@ -279,10 +279,12 @@ def learning_summary(state: dict[str, Any]) -> list[str]:
                 "learn from."
             )
         else:
-            lines.append(
-                f"Read {done:,} of the {considered:,} conversation(s): the {chosen:,} with the "
-                "most of your own words, newer ones first."
+            why = (
+                f": the {chosen:,} with the most of your own words, newer ones first"
+                if chosen < considered
+                else ""
             )
+            lines.append(f"Read {done:,} of the {considered:,} conversation(s){why}.")
         lines.append(
             f"Memory: {state.get('notes', 0)} note(s) saved, {state.get('pending', 0)} waiting "
             f"for your approval, {state.get('blocked', 0)} blocked by the safety check."
