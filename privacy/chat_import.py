@@ -35,7 +35,7 @@ from core.exceptions import ServiceError
 from core.zipfiles import zip_errors
 from sessions_app.models import IMPORT_SOURCES as SOURCES
 
-from .chat_formats import BadExport, Imported, chatgpt, claude
+from .chat_formats import BadExport, Imported, chatgpt, claude, stored_id
 from .chat_merge import conversation_merge, tree_digest
 from .import_report import HermesImportReport
 from .import_sessions import (
@@ -51,6 +51,10 @@ FORMATS = (chatgpt, claude)
 EXPORT_NAME = "conversations.json"
 _CHUNK = 1024 * 1024
 _BATCH = 500
+#: The report names at most this many kinds of skipped content, and this many warnings.
+SKIPPED_KINDS = 30
+OTHER_KINDS = "other kinds of content (a placeholder names each)"
+WARNINGS_MAX = 20
 
 Progress = Callable[[int, int], None]
 
@@ -179,6 +183,8 @@ class _Importer:
         self.user = user
         self.report = HermesImportReport()
         self.cuts = reported_cuts()
+        #: Warnings past WARNINGS_MAX, counted instead.
+        self.unsaid = 0
         #: "<source>:<export id>" → (our session id, the digest of what was imported).
         self.known: dict[str, tuple[str, str]] = {}
         for sid, config in Session.objects.filter(owner=user, source__in=SOURCES).values_list(
@@ -190,6 +196,19 @@ class _Importer:
         self.titles = set(
             Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
         )
+
+    def _warn(self, note: str) -> None:
+        if len(self.report.warnings) < WARNINGS_MAX:
+            self.report.warnings.append(note)
+        else:
+            self.unsaid += 1
+
+    def finish(self) -> HermesImportReport:
+        if self.unsaid:
+            self.report.warnings.append(
+                f"… and {self.unsaid:,} more conversation(s) like these, left as they were."
+            )
+        return self.report
 
     def _capped(self, text: str) -> str:
         if len(text) > text_max():
@@ -220,8 +239,10 @@ class _Importer:
 
     def add(self, conv: Imported) -> None:
         for what, n in conv.skipped.items():
+            if what not in self.report.skipped and len(self.report.skipped) >= SKIPPED_KINDS:
+                what = OTHER_KINDS  # an export that makes up kinds does not make the report long
             self.report.skipped[what] = self.report.skipped.get(what, 0) + n
-        key = f"{conv.source}:{conv.ext_id}"
+        key = stored_id(f"{conv.source}:{conv.ext_id}")
         if key in self.known:
             self._update(key, conv)
             return
@@ -245,7 +266,7 @@ class _Importer:
             title = unique_title(title, self.titles)
             self.titles.add(title)
         session_id, _ = import_id("", started)
-        last = conv.messages[-1].ext_id
+        last = stored_id(conv.messages[-1].ext_id)
         digest = tree_digest(conv)
         session = Session.objects.create(
             id=session_id,
@@ -305,13 +326,16 @@ class _Importer:
         merged = conversation_merge(
             session=session,
             conv=conv,
-            config={"external_last": conv.messages[-1].ext_id, "external_tree": new_digest},
+            config={
+                "external_last": stored_id(conv.messages[-1].ext_id),
+                "external_tree": new_digest,
+            },
             cap=self._cut,
             count_cut=self._capped,
         )
         self.report.sessions_skipped += 1
         if merged.note:
-            self.report.warnings.append(merged.note)
+            self._warn(merged.note)
             return
         self.known[key] = (session_id, new_digest)
         self.report.messages_appended += merged.on_path
@@ -334,4 +358,4 @@ def chat_import(
         importer.add(conv)
         if progress is not None:
             progress(done, total)
-    return importer.report
+    return importer.finish()

@@ -29,7 +29,7 @@ from django.db.models import F
 from sessions_app import branches, turn_claim
 from sessions_app.models import IMPORT_SOURCES, Message, Session
 
-from .chat_formats import Imported, ImportedMessage
+from .chat_formats import Imported, ImportedMessage, stored_id
 
 
 def tree_digest(conv: Imported) -> str:
@@ -162,7 +162,10 @@ def _merge_holding(
     config = session.model_config or {}
     # Our message that was the export's current one at the last import (imports before
     # `external_tip` was kept: found by its export id).
-    previous = config.get("external_tip") or matched.get(str(config.get("external_last") or ""))
+    previous = config.get("external_tip")
+    if previous is None:
+        last = str(config.get("external_last") or "")
+        previous = next((i for e, i in matched.items() if stored_id(e) == last), None)
     tip = branches.path_tip(session_id=session.pk)
     # The person is still where the last import left them: the path follows the export.
     follow = bool(conv.messages) and tip is not None and tip.pk == previous

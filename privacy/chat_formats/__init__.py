@@ -12,10 +12,14 @@ rest its alternatives.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+#: Longer export ids are kept as their digest (see stored_id).
+ID_MAX = 200
 
 
 class BadExport(ValueError):
@@ -46,8 +50,26 @@ class Imported:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
+#: The longest name of a kind of content the export made up (a placeholder, a report line).
+NAME_MAX = 40
+
+
+def kind_name(kind: str, known: dict[str, str], default: str) -> str:
+    """What a placeholder and the report call a kind of content: its known name, else the
+    export's own word for it, cut to NAME_MAX."""
+    return known.get(kind) or (kind.replace("_", " ")[:NAME_MAX].strip() or default)
+
+
 def placeholder(what: str) -> str:
     return f"[{what} not imported]"
+
+
+def stored_id(text: str) -> str:
+    """An export's id as the import keeps it (`Session.model_config`): as is up to ID_MAX
+    characters, else its digest — an export is data, its ids may be any length."""
+    if len(text) <= ID_MAX:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def text_of(value: Any, where: str) -> str:

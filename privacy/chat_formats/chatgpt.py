@@ -22,6 +22,7 @@ from . import (
     BadExport,
     Imported,
     ImportedMessage,
+    kind_name,
     object_of,
     placeholder,
     text_of,
@@ -57,7 +58,7 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
     content = object_of(message.get("content") or {}, f"{where}: content")
     kind = text_of(content.get("content_type"), f"{where}: content_type") or "text"
     if kind not in TEXT_TYPES:
-        name = CONTENT_NAMES.get(kind, kind.replace("_", " "))
+        name = kind_name(kind, CONTENT_NAMES, "content")
         out.skipped[f"{name} (a placeholder names it)"] += 1
         return placeholder(name)
     parts = content.get("parts") or []
@@ -72,7 +73,7 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
         if not isinstance(part, dict):
             raise BadExport(f"{where}: a part is neither text nor an object")
         kind = text_of(part.get("content_type"), f"{where}: part type") or "attachment"
-        name = PART_NAMES.get(kind, kind.replace("_", " "))
+        name = kind_name(kind, PART_NAMES, "attachment")
         out.skipped[f"{name} (a placeholder names it)"] += 1
         texts.append(placeholder(name))
     return "\n\n".join(texts)

@@ -25,6 +25,7 @@ from . import (
     BadExport,
     Imported,
     ImportedMessage,
+    kind_name,
     object_of,
     placeholder,
     text_of,
@@ -65,7 +66,7 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
             if kind == "text":
                 texts.append(text_of(block.get("text"), f"{where}: text"))
             elif kind not in ("thinking", "redacted_thinking"):
-                name = BLOCK_NAMES.get(kind, kind.replace("_", " ") or "block")
+                name = kind_name(kind, BLOCK_NAMES, "block")
                 out.skipped[f"{name} (a placeholder names it)"] += 1
                 texts.append(placeholder(name))
             else:
