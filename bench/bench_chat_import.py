@@ -9,7 +9,10 @@ with `privacy.chat_import.chat_import` (the checking pass and the import pass).
 Figures: file size, import time, conversations and messages per second, the process's peak
 resident memory before and after the import (`ru_maxrss`: a streamed import stays flat,
 whatever the file size), and the Python heap's peak during a separate checking pass
-(tracemalloc: what holding one conversation at a time costs).
+(tracemalloc: what holding one conversation at a time costs). Then the same export imported
+again (it must add nothing: each conversation's digest matches), and the plan of "Let Hermes
+learn from this history" over all the conversations (`learn_plan`: the aggregate queries
+that choose and batch them, no model call) with its bound on model calls.
 
     BENCH_CHAT_IMPORT_CONVERSATIONS=1000 python -m bench chat_import --vendor sqlite
 """
@@ -96,6 +99,8 @@ def run(vendor: str) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from privacy.chat_import import chat_import, parsed
+    from privacy.chat_learning import learn_plan
+    from privacy.chat_learning.plan import BATCH_CALLS
     from sessions_app.models import Message, Session
 
     user = get_user_model().objects.create_user("bench", password="x")  # noqa: S106
@@ -113,6 +118,13 @@ def run(vendor: str) -> dict[str, Any]:
         report = chat_import(user=user, path=path)
         seconds = time.perf_counter() - started
         rss_after = _max_rss_mib()
+        started = time.perf_counter()
+        again = chat_import(user=user, path=path)
+        reimport_seconds = time.perf_counter() - started
+    assert not again.added_anything and again.sessions_skipped == CONVERSATIONS
+    started = time.perf_counter()
+    plan = learn_plan(user=user, session_ids=report.session_ids)
+    plan_seconds = time.perf_counter() - started
     messages = Message.objects.filter(session__owner=user, active=True).count()
     assert Session.objects.filter(owner=user).count() == CONVERSATIONS
     assert messages == CONVERSATIONS * MESSAGES == report.messages_created
@@ -127,4 +139,9 @@ def run(vendor: str) -> dict[str, Any]:
         "checking_pass_heap_peak_mib": round(heap_peak / 2**20, 2),
         "max_rss_before_import_mib": round(rss_before, 1),
         "max_rss_after_import_mib": round(rss_after, 1),
+        "reimport_unchanged_seconds": round(reimport_seconds, 1),
+        "learn_plan_seconds": round(plan_seconds, 2),
+        "learn_plan_conversations": plan["chosen"],
+        "learn_plan_batches": len(plan["batches"]),
+        "learn_max_model_calls": len(plan["batches"]) * BATCH_CALLS,
     }

@@ -126,8 +126,29 @@ class MeExportDownloadApi(APIView):
 
 CHAT_IMPORT_JOB = OpenApiResponse(
     description="A ChatGPT/Claude import job: id, status, progress, stage, error, report "
-    "(the summary lines once done), created_at, finished_at, url"
+    "(the summary lines once done), created_at, finished_at, url, learn (chosen at upload) "
+    "and learning (null unless chosen: status, progress, stage, conversations, notes, "
+    "pending, blocked, inferences, calls, report, error)"
 )
+
+
+def learning_payload(job: ChatImportJob) -> dict[str, Any] | None:
+    if not job.learn:
+        return None
+    state = job.learning or {}
+    return {
+        "status": job.learn_status or "waiting_for_import",
+        "progress": state.get("progress", 0),
+        "stage": state.get("stage", ""),
+        "conversations": state.get("chosen", 0),
+        "notes": state.get("notes", 0),
+        "pending": state.get("pending", 0),
+        "blocked": state.get("blocked", 0),
+        "inferences": state.get("inferences", 0),
+        "calls": state.get("calls", 0),
+        "report": state.get("lines", []),
+        "error": state.get("error", ""),
+    }
 
 
 def chat_import_payload(job: ChatImportJob) -> dict[str, Any]:
@@ -141,7 +162,20 @@ def chat_import_payload(job: ChatImportJob) -> dict[str, Any]:
         "created_at": job.created_at,
         "finished_at": job.finished_at,
         "url": reverse("api-me-chat-import", args=[job.pk]),
+        "learn": job.learn,
+        "learning": learning_payload(job),
     }
+
+
+def _learn_choice(value: Any) -> bool:
+    if value is None or value == "":
+        return False
+    try:
+        return serializers.BooleanField().to_internal_value(value)
+    except serializers.ValidationError:
+        raise ServiceError(
+            "invalid", "`learn` must be true or false (as 1/0, on/off or yes/no too).", status=400
+        ) from None
 
 
 class MeChatImportsApi(APIView):
@@ -151,10 +185,17 @@ class MeChatImportsApi(APIView):
         return Response({"results": [chat_import_payload(j) for j in found]})
 
     @extend_schema(
-        request={"multipart/form-data": {"type": "object", "properties": {"export": {}}}},
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"export": {}, "learn": {"type": "boolean", "default": False}},
+            }
+        },
         responses={202: CHAT_IMPORT_JOB},
         description="Upload a ChatGPT or Claude export (`export`: the zip or its "
-        "conversations.json) to import in the background; poll the job's `url`.",
+        "conversations.json) to import in the background; poll the job's `url`. With "
+        "`learn` true, a review of the imported conversations then proposes memory "
+        "entries (and, with the local memory provider, inferences).",
     )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("export")
@@ -162,7 +203,8 @@ class MeChatImportsApi(APIView):
             raise ServiceError(
                 "invalid", "Send the export as the multipart file field `export`.", status=400
             )
-        job = chat_jobs.chat_import_job_start(user=request.user, upload=upload)
+        learn = _learn_choice(request.data.get("learn"))
+        job = chat_jobs.chat_import_job_start(user=request.user, upload=upload, learn=learn)
         payload = chat_import_payload(job)
         return Response(payload, status=202, headers={"Location": payload["url"]})
 

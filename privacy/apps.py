@@ -16,6 +16,7 @@ class PrivacyConfig(AppConfig):
 
         from . import personal_data
         from .admin_access import content_access_record
+        from .chat_learning import LEARN_KIND, LEARN_TASK
         from .models import ChatImportJob, ExportJob
         from .views import account_privacy_context
 
@@ -34,5 +35,12 @@ class PrivacyConfig(AppConfig):
             task="privacy.chat_import_run",
             waiting=Q(status="queued"),
             working=Q(status="running"),
+        )
+        lease_kind_register(
+            LEARN_KIND,
+            ChatImportJob,
+            task=LEARN_TASK,
+            waiting=Q(learn_status="queued"),
+            working=Q(learn_status="running"),
         )
         account_section_register("privacy", account_privacy_context)

@@ -8,9 +8,12 @@ tree) and refuses the whole file — nothing imported — at the first fault; th
 each conversation in its own transaction, so an interrupted import is resumed by running it
 again.
 
-Re-importing adds nothing: a conversation remembers its export id and the id of its last
-imported message (`Session.model_config["external_id"/"external_last"]`); a newer export
-adds the conversations it did not have and the messages after that last one.
+Re-importing adds nothing: a conversation remembers its export id, the id of the export's
+current message and a digest of the export's messages (`Session.model_config`
+`external_id` / `external_last` / `external_tree`); a newer export adds the conversations
+it did not have, and what changed in one it had is merged into its message tree
+(chat_merge: new replies, new branches off older messages, the selected path following the
+export's).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from core.exceptions import ServiceError
 from core.zipfiles import zip_errors
 from sessions_app.models import IMPORT_SOURCES as SOURCES
 
-from .chat_formats import BadExport, Imported, chatgpt, claude
+from .chat_formats import BadExport, Imported, chatgpt, claude, stored_id
+from .chat_merge import conversation_merge, tree_digest
 from .import_report import HermesImportReport
 from .import_sessions import (
     TITLE_MAX,
@@ -47,6 +51,10 @@ FORMATS = (chatgpt, claude)
 EXPORT_NAME = "conversations.json"
 _CHUNK = 1024 * 1024
 _BATCH = 500
+#: The report names at most this many kinds of skipped content, and this many warnings.
+SKIPPED_KINDS = 30
+OTHER_KINDS = "other kinds of content (a placeholder names each)"
+WARNINGS_MAX = 20
 
 Progress = Callable[[int, int], None]
 
@@ -175,23 +183,42 @@ class _Importer:
         self.user = user
         self.report = HermesImportReport()
         self.cuts = reported_cuts()
-        #: "<source>:<export id>" → (our session id, the last imported message's export id).
+        #: Warnings past WARNINGS_MAX, counted instead.
+        self.unsaid = 0
+        #: "<source>:<export id>" → (our session id, the digest of what was imported).
         self.known: dict[str, tuple[str, str]] = {}
         for sid, config in Session.objects.filter(owner=user, source__in=SOURCES).values_list(
             "id", "model_config"
         ):
             config = config if isinstance(config, dict) else {}
             if isinstance(config.get("external_id"), str):
-                self.known[config["external_id"]] = (sid, str(config.get("external_last", "")))
+                self.known[config["external_id"]] = (sid, str(config.get("external_tree", "")))
         self.titles = set(
             Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
         )
+
+    def _warn(self, note: str) -> None:
+        if len(self.report.warnings) < WARNINGS_MAX:
+            self.report.warnings.append(note)
+        else:
+            self.unsaid += 1
+
+    def finish(self) -> HermesImportReport:
+        if self.unsaid:
+            self.report.warnings.append(
+                f"… and {self.unsaid:,} more conversation(s) like these, left as they were."
+            )
+        return self.report
 
     def _capped(self, text: str) -> str:
         if len(text) > text_max():
             self.report.cut(self.cuts["content"])
             return text[: text_max()]
         return text
+
+    @staticmethod
+    def _cut(text: str) -> str:
+        return text[: text_max()]
 
     def _messages(self, session: Any, items: list, after: datetime) -> tuple[list, datetime]:
         from sessions_app.models import Message
@@ -212,10 +239,12 @@ class _Importer:
 
     def add(self, conv: Imported) -> None:
         for what, n in conv.skipped.items():
+            if what not in self.report.skipped and len(self.report.skipped) >= SKIPPED_KINDS:
+                what = OTHER_KINDS  # an export that makes up kinds does not make the report long
             self.report.skipped[what] = self.report.skipped.get(what, 0) + n
-        key = f"{conv.source}:{conv.ext_id}"
+        key = stored_id(f"{conv.source}:{conv.ext_id}")
         if key in self.known:
-            self._append(key, conv)
+            self._update(key, conv)
             return
         if not conv.messages:
             self.report.skipped["conversations without any text"] = (
@@ -237,27 +266,32 @@ class _Importer:
             title = unique_title(title, self.titles)
             self.titles.add(title)
         session_id, _ = import_id("", started)
-        last = conv.messages[-1].ext_id
+        last = stored_id(conv.messages[-1].ext_id)
+        digest = tree_digest(conv)
         session = Session.objects.create(
             id=session_id,
             owner=self.user,
             source=conv.source,
             title=title,
             title_source=Session.TitleSource.USER if title else "",
-            model_config={"external_id": key, "external_last": last},
+            model_config={"external_id": key, "external_last": last, "external_tree": digest},
             started_at=started,
             last_activity_at=started,
-            message_count=len(conv.messages),
+            message_count=len(conv.messages) + len(conv.branches),
         )
         messages, newest = self._messages(session, conv.messages, started)
         for start in range(0, len(messages), _BATCH):
             Message.objects.bulk_create(messages[start : start + _BATCH])
         path_link_new_session(session_id=session.pk)
-        Session.objects.filter(pk=session.pk).update(last_activity_at=max(newest, started))
+        Session.objects.filter(pk=session.pk).update(
+            last_activity_at=max(newest, started),
+            model_config={**session.model_config, "external_tip": messages[-1].pk},
+        )
         self._branches(
             session, conv, {m.ext_id: s for m, s in zip(conv.messages, messages, strict=True)}
         )
-        self.known[key] = (session.pk, last)
+        self.known[key] = (session.pk, digest)
+        self.report.session_ids.append(session.pk)
         self.report.sessions_created += 1
         self.report.messages_created += len(messages)
 
@@ -275,46 +309,38 @@ class _Importer:
         if conv.branches:
             self.report.branch_messages += len(conv.branches)
 
-    def _append(self, key: str, conv: Imported) -> None:
-        """A conversation imported before: add the messages after the last one it has."""
-        from django.db.models import F
-
-        from sessions_app.branches import path_tip
+    def _update(self, key: str, conv: Imported) -> None:
+        """A conversation imported before: merge what changed in it (chat_merge)."""
         from sessions_app.models import Session
 
-        session_id, last = self.known[key]
-        ids = [m.ext_id for m in conv.messages]
-        if last not in ids:
-            self.report.sessions_skipped += 1
-            if ids:
-                self.report.warnings.append(
-                    f"{SOURCES[conv.source]} conversation {conv.title[:60]!r}: its last imported "
-                    "message is no longer on its selected path (edited or regenerated since); "
-                    "it was left as imported before."
-                )
-            return
-        new = conv.messages[ids.index(last) + 1 :]
-        if not new:
+        session_id, digest = self.known[key]
+        self.report.session_ids.append(session_id)
+        new_digest = tree_digest(conv)
+        if new_digest == digest or not conv.messages:
             self.report.sessions_skipped += 1
             return
-        with transaction.atomic():
-            session = Session.objects.select_for_update().get(pk=session_id, owner=self.user)
-            tip = path_tip(session_id=session_id)
-            messages, newest = self._messages(
-                session, new, tip.timestamp if tip else session.started_at
-            )
-            for message in messages:
-                message.parent = tip
-                message.save()
-                tip = message
-            config = dict(session.model_config or {}, external_last=new[-1].ext_id)
-            Session.objects.filter(pk=session_id).update(
-                model_config=config,
-                message_count=F("message_count") + len(messages),
-                last_activity_at=max(newest, session.last_activity_at),
-            )
-        self.known[key] = (session_id, new[-1].ext_id)
-        self.report.messages_appended += len(messages)
+        session = Session.objects.filter(pk=session_id, owner=self.user).first()
+        if session is None:
+            self.report.sessions_skipped += 1
+            return
+        merged = conversation_merge(
+            session=session,
+            conv=conv,
+            config={
+                "external_last": stored_id(conv.messages[-1].ext_id),
+                "external_tree": new_digest,
+            },
+            cap=self._cut,
+            count_cut=self._capped,
+        )
+        self.report.sessions_skipped += 1
+        if merged.note:
+            self._warn(merged.note)
+            return
+        self.known[key] = (session_id, new_digest)
+        self.report.messages_appended += merged.on_path
+        self.report.branch_messages += merged.aside
+        self.report.paths_followed += int(merged.followed)
 
 
 def chat_import(
@@ -332,4 +358,4 @@ def chat_import(
         importer.add(conv)
         if progress is not None:
             progress(done, total)
-    return importer.report
+    return importer.finish()

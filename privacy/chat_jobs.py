@@ -2,7 +2,9 @@
 is saved under HERMES_EXPORT_DIR with the owner's prefix (so an erasure removes it with the
 person's archives, see jobs.export_files_of_delete), a Celery task imports it holding the
 job's lease (kind `chat_import`) and reports progress, and the summary stays on the job.
-The file is deleted once the import has ended, whatever the outcome."""
+The file is deleted once the import has ended, whatever the outcome. When the person chose
+to let Hermes learn from the history, the import's end queues the learning review
+(privacy.chat_learning) on the same job."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import logging
 import secrets
 import time
 import uuid
-from typing import IO
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -22,7 +24,9 @@ from core.leases import Lease, lease_acquire, lease_heartbeat, raise_if_held
 from core.queue import task_send_on_commit
 
 from .chat_import import chat_import
+from .chat_learning import learn_plan, learn_queue, learn_unavailable
 from .hermes_import import upload_save
+from .import_report import HermesImportReport
 from .jobs import PROGRESS_INTERVAL, Cancelled, export_dir, jobs_fail_stalled
 from .models import ChatImportJob
 
@@ -35,22 +39,30 @@ def _path_of(job: ChatImportJob):
     return export_dir() / job.file_name if job.file_name else None
 
 
-def chat_import_job_start(*, user: AbstractBaseUser, upload: IO[bytes]) -> ChatImportJob:
-    """Save `upload` and queue its import. Refused (409) while another import of the
-    person's is waiting or running, and (413) past HERMES_IMPORT_MAX_MB."""
+def chat_import_job_start(
+    *, user: AbstractBaseUser, upload: IO[bytes], learn: bool = False
+) -> ChatImportJob:
+    """Save `upload` and queue its import (then, with `learn`, the learning review).
+    Refused (409) while another import of the person's, or its learning, is waiting or
+    running; (413) past HERMES_IMPORT_MAX_MB; (400) `learn` when it cannot be used now."""
     jobs_fail_stalled(
         ChatImportJob.objects.filter(owner=user),
         error="The import stopped unexpectedly. Upload the file again: nothing is imported twice.",
     )
-    if ChatImportJob.objects.filter(owner=user, status__in=["queued", "running"]).exists():
+    active = Q(status__in=["queued", "running"]) | Q(learn_status__in=["queued", "running"])
+    if ChatImportJob.objects.filter(active, owner=user).exists():
         raise ServiceError(
-            "busy", "An import is already in progress; wait for it to finish.", status=409
+            "busy",
+            "An import (or the learning from one) is already in progress; wait for it to finish.",
+            status=409,
         )
+    if learn and (reason := learn_unavailable(user=user)):
+        raise ServiceError("learn_unavailable", reason, status=400)
     target = export_dir() / f"u{user.pk}-{secrets.token_hex(16)}.chatimport"
     upload_save(upload, target, command="import_chats")
     with transaction.atomic():
         job = ChatImportJob.objects.create(
-            owner=user, file_name=target.name, task_id=uuid.uuid4().hex
+            owner=user, file_name=target.name, task_id=uuid.uuid4().hex, learn=learn
         )
         job_id = job.pk
 
@@ -65,6 +77,28 @@ def chat_import_job_start(*, user: AbstractBaseUser, upload: IO[bytes]) -> ChatI
         task_send_on_commit(
             "privacy.chat_import_run", job_id, task_id=job.task_id, on_failure=unqueued
         )
+    return job
+
+
+def chat_import_job_learn_after(
+    *, user: AbstractBaseUser, report: HermesImportReport
+) -> ChatImportJob:
+    """For an import made outside a job (`manage.py import_chats --learn`): a finished job
+    with its summary, whose learning is queued on the worker (the Account page shows both)."""
+    with transaction.atomic():
+        job = ChatImportJob.objects.create(
+            owner=user,
+            status=ChatImportJob.Status.DONE,
+            progress=100,
+            stage="Done",
+            report=report.lines(),
+            finished_at=timezone.now(),
+            learn=True,
+            learn_status=ChatImportJob.LearnStatus.QUEUED,
+            learning=learn_plan(user=user, session_ids=report.session_ids),
+        )
+        job_id = job.pk
+        transaction.on_commit(lambda: learn_queue(job_id=job_id))
     return job
 
 
@@ -136,11 +170,20 @@ def _run_holding(lease: Lease) -> str:
     finally:
         if path is not None:
             path.unlink(missing_ok=True)
-    lease.release(
+    learning: dict[str, Any] = {}
+    if job.learn:
+        learning = {
+            "learn_status": ChatImportJob.LearnStatus.QUEUED,
+            "learning": learn_plan(user=job.owner, session_ids=report.session_ids),
+        }
+    released = lease.release(
         status="done",
         progress=100,
         stage="Done",
         report=report.lines(),
         finished_at=timezone.now(),
+        **learning,
     )
+    if released and learning:
+        learn_queue(job_id=job.pk)
     return "done"

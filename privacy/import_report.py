@@ -29,6 +29,11 @@ class HermesImportReport:
     messages_appended: int = 0
     #: Messages on other branches of a conversation, imported as its alternatives.
     branch_messages: int = 0
+    #: Conversations imported before whose selected path moved to the newer export's branch.
+    paths_followed: int = 0
+    #: ChatGPT/Claude: our conversation of each of the export's, in its order (imported now
+    #: or before), for the learning review.
+    session_ids: list[str] = field(default_factory=list)
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
@@ -43,6 +48,8 @@ class HermesImportReport:
             self.sessions_created
             or self.messages_created
             or self.messages_appended
+            or self.branch_messages
+            or self.paths_followed
             or self.skills_created
             or self.skills_updated
             or any(not m.startswith("Imported 0 ") for m in self.memory.values())
@@ -61,6 +68,11 @@ class HermesImportReport:
         if self.messages_appended:
             out.append(
                 f"{self.messages_appended} new message(s) added to conversations imported before."
+            )
+        if self.paths_followed:
+            out.append(
+                f"{self.paths_followed} conversation(s) imported before now show the branch "
+                "last viewed in the newer export (the earlier one stays as an alternative)."
             )
         for target, message in self.memory.items():
             out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")

@@ -109,11 +109,23 @@ class AdminContentAccess(models.Model):
 
 class ChatImportJob(LeaseFields):
     """One upload of a ChatGPT or Claude export, imported by a Celery task (privacy.chat_jobs).
-    Claimed with a lease like an export; `report` holds the summary lines when it is done."""
+    Claimed with a lease like an export; `report` holds the summary lines when it is done.
+
+    With `learn` (the person's choice at upload), a learning review follows the import
+    (privacy.chat_learn): queued when the import is done, it holds the row's lease in its
+    turn (kind `chat_learn`; the two never run at once) and keeps its plan, progress and
+    summary in `learning`."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Waiting"
         RUNNING = "running", "Importing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    class LearnStatus(models.TextChoices):
+        NONE = "", "Not started"
+        QUEUED = "queued", "Waiting"
+        RUNNING = "running", "Learning"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
@@ -131,6 +143,14 @@ class ChatImportJob(LeaseFields):
     task_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    learn = models.BooleanField(
+        default=False, help_text="Let Hermes learn from this history (chosen at upload)."
+    )
+    learn_status = models.CharField(
+        max_length=16, choices=LearnStatus.choices, blank=True, default=""
+    )
+    #: The learning's plan (batches of conversations), progress, counts and summary lines.
+    learning = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -139,8 +159,23 @@ class ChatImportJob(LeaseFields):
                 condition=Q(status__in=["queued", "running", "done", "failed"]),
                 name="chatimportjob_status_valid",
             ),
+            models.CheckConstraint(
+                condition=Q(learn_status__in=["", "queued", "running", "done", "failed"]),
+                name="chatimportjob_learn_status_valid",
+            ),
             models.CheckConstraint(condition=Q(progress__lte=100), name="chatimportjob_pct"),
         ]
 
     def __str__(self) -> str:
         return f"chat import {self.pk} of {self.owner_id} ({self.status})"
+
+    @property
+    def panel_status(self) -> str:
+        """The Account page's state of the job: its status, or "learning" while the
+        learning that follows the import waits or runs."""
+        if self.status == self.Status.DONE and self.learn_status in (
+            self.LearnStatus.QUEUED,
+            self.LearnStatus.RUNNING,
+        ):
+            return "learning"
+        return self.status

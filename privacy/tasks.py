@@ -10,6 +10,8 @@ from django.conf import settings
 from core.leases import run_leased
 
 from .chat_jobs import chat_import_job_run
+from .chat_learning import LEARN_TASK, LEARN_TASK_LIMIT
+from .chat_learning import chat_learn_run as learning_run
 from .erase import erasure_scrub
 from .jobs import export_job_run
 from .jobs import exports_expire as expire
@@ -58,4 +60,21 @@ def chat_import_run(self: Task, job_id: int) -> dict[str, object]:
     return {
         "job": job_id,
         "status": run_leased(self, lambda: chat_import_job_run(job_id=job_id)),
+    }
+
+
+@shared_task(
+    name=LEARN_TASK,
+    bind=True,
+    soft_time_limit=LEARN_TASK_LIMIT,
+    time_limit=LEARN_TASK_LIMIT + 30,
+    acks_late=True,
+)
+def chat_learn_run(self: Task, job_id: int) -> dict[str, object]:
+    """Learn from the conversations ChatImportJob `job_id` imported (the person's choice at
+    upload). A run works for a slice of time and queues its continuation; a redelivery
+    takes over a dead run's lease and goes on from its last finished batch."""
+    return {
+        "job": job_id,
+        "status": run_leased(self, lambda: learning_run(job_id=job_id)),
     }

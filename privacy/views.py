@@ -21,9 +21,11 @@ from accounts.mail import site_origin
 from core.flash import section_tag
 from core.middleware import errors_back_to
 from memory.models import MemoryEntry, Source
+from memory.selectors import memory_settings
 from memory.services import Provenance, memory_import_held, memory_import_resolve
 
 from . import chat_jobs, erase, jobs
+from .chat_learning import inferences_on, learn_unavailable
 from .hermes_import import hermes_import_zip
 
 #: Report lines shown after an import (the rest are summarised).
@@ -40,6 +42,13 @@ def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
         "memory_entry_count": MemoryEntry.objects.filter(owner=user).count(),
         "import_max_mb": settings.HERMES_IMPORT_MAX_MB,
         "chat_import_jobs": chat_jobs.chat_import_jobs(user=user),
+        "chat_learn": {
+            "unavailable": learn_unavailable(user=user),
+            "conversations": settings.HERMES_IMPORT_LEARN_CONVERSATIONS,
+            "calls": settings.HERMES_IMPORT_LEARN_MAX_CALLS,
+            "approval": memory_settings(user=user)[1],
+            "infers": inferences_on(user=user),
+        },
     }
 
 
@@ -127,12 +136,13 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
             section="import-chats",
         )
         return _back("import-chats")
-    chat_jobs.chat_import_job_start(user=request.user, upload=upload)
+    learn = request.POST.get("learn") == "1"
+    chat_jobs.chat_import_job_start(user=request.user, upload=upload, learn=learn)
     _tell(
         request,
         messages.SUCCESS,
         "Importing your conversations. This page shows the progress and, at the end, what was "
-        "imported.",
+        "imported" + (" — then what Hermes learned from them." if learn else "."),
         section="import-chats",
     )
     return _back("import-chats")

@@ -197,6 +197,7 @@ def chat_list(request: HttpRequest) -> JsonResponse:
             "id": s.id,
             "title": s.display_title,
             "pinned": s.pinned,
+            "imported_from": s.imported_from,
             "url": reverse("chat_session", args=[s.id]),
         }
         for s in sessions

@@ -38,3 +38,17 @@ HERMES_IMPORT_MAX_MB = declare_int(
     min=1,
     help="Largest Hermes home (zip) the Account page accepts for import, in MiB.",
 )
+# "Let Hermes learn from this history" on a ChatGPT/Claude import (privacy/chat_learn.py):
+# the review reads at most this many conversations and makes at most this many model calls.
+HERMES_IMPORT_LEARN_CONVERSATIONS = declare_int(
+    "HERMES_IMPORT_LEARN_CONVERSATIONS",
+    50,
+    min=0,
+    help="Conversations one import's learning review reads at most (0: the option is off).",
+)
+HERMES_IMPORT_LEARN_MAX_CALLS = declare_int(
+    "HERMES_IMPORT_LEARN_MAX_CALLS",
+    60,
+    min=4,
+    help="Model calls one import's learning review makes at most.",
+)

@@ -33,7 +33,7 @@ from sessions_app.agent import llm
 from sessions_app.models import Message, Session
 
 from ..models import Inference, InferenceCategory, InferenceState
-from .config import local_config
+from .config import LocalConfig, local_config
 from .guard import MAX_STATEMENT_CHARS, clean_statement
 from .selectors import inference_allowed
 from .services import Candidate, StoreResult, inferences_store
@@ -204,6 +204,35 @@ def parse_candidates(
     return found
 
 
+def inferences_propose(
+    *, user_id: int, window: list[Message], config: LocalConfig
+) -> tuple[list[Candidate], llm.Usage]:
+    """Ask the summary model what `window` (the user's messages, oldest first; they may come
+    from several of the user's conversations) shows about the user: the validated
+    candidates, whose evidence is among the window's ids, and the call's usage. Raises
+    llm.LLMError. Never call inside a transaction: it waits for the model."""
+    known = list(
+        Inference.objects.filter(owner_id=user_id, status=Inference.Status.ACTIVE)
+        .order_by("-trust", "-updated_at")
+        .values_list("id", "statement")[:KNOWN_LIMIT]
+    )
+    # No tools: the extractor can only answer with text.
+    completed = async_to_sync(llm.complete)(
+        messages=build_prompt(window, known),
+        entry=llm.model_for("summary"),
+        temperature=0,
+        max_tokens=1200,
+    )
+    candidates = parse_candidates(
+        completed.text,
+        window=window,
+        known_ids={pk for pk, _ in known},
+        max_items=config.max_per_turn,
+        min_confidence=config.min_confidence,
+    )
+    return candidates, completed.usage
+
+
 def extract_session(*, user_id: int, session_id: str) -> Outcome:
     """Extract inferences from the conversation's messages since the last run (the body of
     the Celery task; safe to run twice). Never called inside a transaction: it waits for
@@ -221,29 +250,11 @@ def extract_session(*, user_id: int, session_id: str) -> Outcome:
     window = _window(session, start)
     if not any(m.role == Message.Role.USER for m in window):
         return Outcome("nothing")
-    known = list(
-        Inference.objects.filter(owner_id=user_id, status=Inference.Status.ACTIVE)
-        .order_by("-trust", "-updated_at")
-        .values_list("id", "statement")[:KNOWN_LIMIT]
-    )
     try:
-        # No tools: the extractor can only answer with text.
-        completed = async_to_sync(llm.complete)(
-            messages=build_prompt(window, known),
-            entry=llm.model_for("summary"),
-            temperature=0,
-            max_tokens=1200,
-        )
+        candidates, _usage = inferences_propose(user_id=user_id, window=window, config=config)
     except llm.LLMError as exc:
         logger.warning("inference extraction for %s failed: %s", session_id, exc.message)
         return Outcome("failed")
-    candidates = parse_candidates(
-        completed.text,
-        window=window,
-        known_ids={pk for pk, _ in known},
-        max_items=config.max_per_turn,
-        min_confidence=config.min_confidence,
-    )
     with transaction.atomic():
         claimed = InferenceState.objects.filter(pk=state.pk, extracted_through=start).update(
             extracted_through=window[-1].id, extracted_at=timezone.now()

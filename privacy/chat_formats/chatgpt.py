@@ -18,7 +18,16 @@ from typing import Any
 
 from privacy.statedb import from_epoch
 
-from . import BadExport, Imported, ImportedMessage, object_of, placeholder, text_of
+from . import (
+    BadExport,
+    Imported,
+    ImportedMessage,
+    kind_name,
+    object_of,
+    placeholder,
+    text_of,
+    tree_split,
+)
 
 SOURCE = "chatgpt"
 
@@ -49,7 +58,7 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
     content = object_of(message.get("content") or {}, f"{where}: content")
     kind = text_of(content.get("content_type"), f"{where}: content_type") or "text"
     if kind not in TEXT_TYPES:
-        name = CONTENT_NAMES.get(kind, kind.replace("_", " "))
+        name = kind_name(kind, CONTENT_NAMES, "content")
         out.skipped[f"{name} (a placeholder names it)"] += 1
         return placeholder(name)
     parts = content.get("parts") or []
@@ -64,30 +73,10 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
         if not isinstance(part, dict):
             raise BadExport(f"{where}: a part is neither text nor an object")
         kind = text_of(part.get("content_type"), f"{where}: part type") or "attachment"
-        name = PART_NAMES.get(kind, kind.replace("_", " "))
+        name = kind_name(kind, PART_NAMES, "attachment")
         out.skipped[f"{name} (a placeholder names it)"] += 1
         texts.append(placeholder(name))
     return "\n\n".join(texts)
-
-
-def _path(mapping: dict[str, Any], current: str, where: str) -> list[str]:
-    """Node ids from the root to `current`. A cycle or a parent missing from the mapping
-    is a broken tree: refused, not guessed at."""
-    path: list[str] = []
-    seen: set[str] = set()
-    node_id: Any = current
-    while node_id is not None:
-        if not isinstance(node_id, str):
-            raise BadExport(f"{where}: a node id is not text")
-        if node_id in seen:
-            raise BadExport(f"{where}: its message tree has a cycle (at node {node_id[:40]})")
-        if node_id not in mapping:
-            raise BadExport(f"{where}: node {node_id[:40]} is missing from its mapping")
-        seen.add(node_id)
-        path.append(node_id)
-        node_id = object_of(mapping[node_id], f"{where}: node {node_id[:40]}").get("parent")
-    path.reverse()
-    return path
 
 
 def _newest_leaf(mapping: dict[str, Any], where: str) -> str:
@@ -107,28 +96,14 @@ def _newest_leaf(mapping: dict[str, Any], where: str) -> str:
     return best
 
 
-def _tree_order(mapping: dict[str, Any], where: str) -> list[str]:
-    """Every node id, each after its parent. A parent missing from the mapping, or a node
-    that no root leads to (a cycle), is a broken tree."""
-    children: dict[str, list[str]] = {}
-    roots = []
+def _parents(mapping: dict[str, Any], where: str) -> dict[str, str | None]:
+    parents: dict[str, str | None] = {}
     for node_id, node in mapping.items():
         parent = object_of(node, f"{where}: node {str(node_id)[:40]}").get("parent")
-        if parent is None:
-            roots.append(node_id)
-        elif not isinstance(parent, str) or parent not in mapping:
-            raise BadExport(f"{where}: the parent of node {str(node_id)[:40]} is missing")
-        else:
-            children.setdefault(parent, []).append(node_id)
-    order: list[str] = []
-    stack = list(reversed(roots))
-    while stack:
-        node_id = stack.pop()
-        order.append(node_id)
-        stack.extend(reversed(children.get(node_id, [])))
-    if len(order) != len(mapping):
-        raise BadExport(f"{where}: its message tree has a cycle")
-    return order
+        if parent is not None and not isinstance(parent, str):
+            raise BadExport(f"{where}: the parent of node {str(node_id)[:40]} is not a node id")
+        parents[node_id] = parent
+    return parents
 
 
 def _message(node_id: str, message: Any, out: Imported, where: str) -> ImportedMessage | None:
@@ -174,19 +149,18 @@ def parse(conversation: dict[str, Any], where: str) -> Imported:
     )
     if not mapping:
         return out
-    order = _tree_order(mapping, where)
+    parents = _parents(mapping, where)
     current = conversation.get("current_node") or _newest_leaf(mapping, where)
-    on_path = set(_path(mapping, current, where))
-    #: node id → the export id of its nearest imported ancestor-or-self.
-    follows: dict[str, str] = {}
-    for node_id in order:
-        node = mapping[node_id]
-        after = follows[node["parent"]] if node.get("parent") is not None else ""
-        imported = _message(node_id, node.get("message"), out, where)
-        if imported is None:
-            follows[node_id] = after
-            continue
-        imported.parent = after
-        follows[node_id] = node_id
-        (out.messages if node_id in on_path else out.branches).append(imported)
+    if not isinstance(current, str):
+        raise BadExport(f"{where}: current_node is not a node id")
+    tree_split(
+        out,
+        parents=parents,
+        messages={
+            node_id: _message(node_id, mapping[node_id].get("message"), out, where)
+            for node_id in parents
+        },
+        current=current,
+        where=where,
+    )
     return out

@@ -7,6 +7,11 @@
 
 The text is the message's `text` blocks of `content` (or its `text` when it has no
 blocks); other blocks (tool use, tool results, images) and files become placeholders.
+
+Messages that name their `parent_message_uuid` (exports that keep edits and retries, with
+the conversation's `current_leaf_message_uuid`) form a tree: the path to the current leaf
+is the conversation, the other branches its alternatives, as for ChatGPT. Without it the
+list is one path, in order.
 """
 
 from __future__ import annotations
@@ -16,11 +21,22 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from . import BadExport, Imported, ImportedMessage, object_of, placeholder, text_of
+from . import (
+    BadExport,
+    Imported,
+    ImportedMessage,
+    kind_name,
+    object_of,
+    placeholder,
+    text_of,
+    tree_split,
+)
 
 SOURCE = "claude"
 ROLES = {"human": "user", "assistant": "assistant"}
 BLOCK_NAMES = {"tool_use": "tool call", "tool_result": "tool result", "image": "image"}
+#: The parent Claude gives a conversation's first message.
+ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
 
 def looks_like(conversation: dict[str, Any]) -> bool:
@@ -50,7 +66,7 @@ def _content(message: dict[str, Any], out: Imported, where: str) -> str:
             if kind == "text":
                 texts.append(text_of(block.get("text"), f"{where}: text"))
             elif kind not in ("thinking", "redacted_thinking"):
-                name = BLOCK_NAMES.get(kind, kind.replace("_", " ") or "block")
+                name = kind_name(kind, BLOCK_NAMES, "block")
                 out.skipped[f"{name} (a placeholder names it)"] += 1
                 texts.append(placeholder(name))
             else:
@@ -81,23 +97,57 @@ def parse(conversation: dict[str, Any], where: str) -> Imported:
         title=text_of(conversation.get("name"), f"{where}: name").strip(),
         created=_time(conversation.get("created_at"), f"{where}: created_at"),
     )
+    tree = any(isinstance(m, dict) and "parent_message_uuid" in m for m in messages)
+    parents: dict[str, str | None] = {}
+    found: dict[str, ImportedMessage | None] = {}
+    times: dict[str, float] = {}
+    previous: str | None = None
     for i, message in enumerate(messages, start=1):
         at = f"{where}: message {i}"
         message = object_of(message, at)
-        sender = text_of(message.get("sender"), f"{at}: sender")
-        if sender not in ROLES:
-            out.skipped[f"messages from an unknown sender ({sender[:20] or 'none'})"] += 1
-            continue
-        content = _content(message, out, at)
-        if not content.strip():
-            out.skipped["empty messages"] += 1
-            continue
-        out.messages.append(
-            ImportedMessage(
-                ext_id=text_of(message.get("uuid"), f"{at}: uuid") or f"{ext_id}:{i}",
-                role=ROLES[sender],
-                content=content,
-                timestamp=_time(message.get("created_at"), f"{at}: created_at"),
-            )
-        )
+        node_id = text_of(message.get("uuid"), f"{at}: uuid") or f"{ext_id}:{i}"
+        if node_id in parents:
+            if tree:
+                raise BadExport(f"{at}: its uuid is used twice")
+            node_id = f"{node_id}:{i}"
+        if tree:
+            parent = text_of(message.get("parent_message_uuid"), f"{at}: parent_message_uuid")
+            parents[node_id] = parent if parent and parent != ROOT_PARENT else None
+        else:
+            parents[node_id] = previous  # one path, in list order
+        previous = node_id
+        found[node_id] = _message(node_id, message, out, at)
+        stamp = found[node_id].timestamp if found[node_id] is not None else None
+        times[node_id] = stamp.timestamp() if stamp is not None else float(i)
+    if not parents:
+        return out
+    current = text_of(conversation.get("current_leaf_message_uuid"), f"{where}: current leaf")
+    if not tree or not current:
+        # The newest message that nothing follows.
+        followed = {p for p in parents.values() if p is not None}
+        leaves = [n for n in parents if n not in followed]
+        if not leaves:
+            raise BadExport(f"{where}: its message tree has a cycle")
+        current = max(leaves, key=lambda n: times[n])
+    tree_split(out, parents=parents, messages=found, current=current, where=where)
     return out
+
+
+def _message(
+    node_id: str, message: dict[str, Any], out: Imported, at: str
+) -> ImportedMessage | None:
+    """The message, or None when it is not imported (counted why)."""
+    sender = text_of(message.get("sender"), f"{at}: sender")
+    if sender not in ROLES:
+        out.skipped[f"messages from an unknown sender ({sender[:20] or 'none'})"] += 1
+        return None
+    content = _content(message, out, at)
+    if not content.strip():
+        out.skipped["empty messages"] += 1
+        return None
+    return ImportedMessage(
+        ext_id=node_id,
+        role=ROLES[sender],
+        content=content,
+        timestamp=_time(message.get("created_at"), f"{at}: created_at"),
+    )

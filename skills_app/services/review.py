@@ -345,6 +345,30 @@ def _announce(run: ReviewRun, result: OfflineLoopResult) -> list[tuple[str, str]
     return notices
 
 
+def reviewer_run(
+    *, messages: list[dict[str, Any]], ctx: ToolContext, allowed: set[str], max_iterations: int
+) -> OfflineLoopResult:
+    """The reviewer's tool loop on the summary model, within HERMES_REVIEW_TIME_LIMIT (our
+    own deadline: Celery's time limits are not enforced by every pool, solo). Raises
+    llm.LLMError and TimeoutError; the tools that ran before either have committed. Never
+    call inside a transaction."""
+    entry = llm.model_for("summary")  # may read the model catalog: resolved here, in sync
+
+    async def bounded() -> OfflineLoopResult:
+        return await asyncio.wait_for(
+            run_offline_loop(
+                messages=messages,
+                ctx=ctx,
+                allowed_tools=allowed,
+                max_iterations=max_iterations,
+                entry=entry,
+            ),
+            timeout=settings.HERMES_REVIEW_TIME_LIMIT,
+        )
+
+    return async_to_sync(bounded)()
+
+
 def _finish(lease: Lease, **fields: Any) -> None:
     """Close the run and free its lease (a no-op if it was taken over)."""
     lease.release(finished_at=timezone.now(), **fields)
@@ -386,29 +410,19 @@ def _review_holding(lease: Lease) -> str:
         allowed.discard("memory")
     messages = review_messages(session=run.session, kind=run.kind)
     ctx = ToolContext(user=owner, session_id=run.session_id, origin="review")
-    summary_model = llm.model_for("summary")
-
-    async def bounded() -> OfflineLoopResult:
-        # Our own deadline: Celery's time limits are not enforced by every pool (solo).
-        return await asyncio.wait_for(
-            run_offline_loop(
-                messages=messages,
-                ctx=ctx,
-                allowed_tools=allowed,
-                max_iterations=settings.HERMES_REVIEW_MAX_ITERATIONS,
-                entry=summary_model,
-            ),
-            timeout=settings.HERMES_REVIEW_TIME_LIMIT,
-        )
-
     try:
-        result = async_to_sync(bounded)()
+        result = reviewer_run(
+            messages=messages,
+            ctx=ctx,
+            allowed=allowed,
+            max_iterations=settings.HERMES_REVIEW_MAX_ITERATIONS,
+        )
     except llm.LLMError as exc:
         _finish(lease, status=ReviewRun.Status.FAILED, error=f"{exc.code}: {exc.message}")
         return "failed"
     except TimeoutError:
         _finish(
-            run_id,
+            lease,
             status=ReviewRun.Status.FAILED,
             error=f"Stopped after the {settings.HERMES_REVIEW_TIME_LIMIT}s time limit.",
         )

@@ -30,6 +30,13 @@
       a.append(pin, " ");
     }
     a.append(data.title);
+    if (data.imported_from) {
+      const tag = document.createElement("span");
+      tag.className = "tag small";
+      tag.title = "Imported from " + data.imported_from;
+      tag.textContent = data.imported_from;
+      a.append(" ", tag);
+    }
     li.appendChild(a);
     return li;
   }

@@ -320,7 +320,7 @@ def test_a_second_upload_while_one_is_in_progress_is_refused(
     data = json.dumps([claude_conversation("u-1", "Greek", "mkbusy")]).encode()
     upload(client, data, "c.json", django_capture_on_commit_callbacks)
     page = client.get(reverse("account")).content.decode()
-    assert "An import is already in progress" in page
+    assert "An import (or the learning from one) is already in progress" in page
     assert ChatImportJob.objects.filter(owner=owner).count() == 1
     assert not Session.objects.filter(owner=owner).exists()
 
@@ -382,3 +382,41 @@ def test_a_real_worker_imports_the_upload_and_a_redelivery_adds_nothing(
     )
     assert Session.objects.filter(owner=owner).count() == 3
     assert Message.objects.filter(session__owner=owner, active=True).count() == 12
+
+
+def test_an_overlong_export_id_is_kept_as_its_digest_and_still_idempotent(owner, tmp_path):
+    conv = claude_conversation("u" * 5000, "Long id", "mklongid")
+    export = write(tmp_path, [conv])
+    chat_import(user=owner, path=export)
+    session = Session.objects.get(owner=owner)
+    key = session.model_config["external_id"]
+    assert key.startswith("sha256:") and len(key) < 100
+    assert len(json.dumps(session.model_config)) < 400
+    assert not chat_import(user=owner, path=export).added_anything
+
+
+def test_the_sidebar_marks_imported_conversations_on_every_page(owner, tmp_path):
+    from tests.privacy.conftest import login
+
+    chat_import(user=owner, path=write(tmp_path, [chatgpt_conversation("c", "Weather", "mk")]))
+    client = login(owner)
+    (item,) = client.get("/chat/list/").json()["items"]
+    assert (item["title"], item["imported_from"]) == ("Weather", "ChatGPT")
+    (found,) = client.get("/chat/list/", {"q": "Weath"}).json()["items"]
+    assert found["imported_from"] == "ChatGPT"
+
+
+def test_an_export_that_makes_up_content_kinds_keeps_the_summary_short(owner, tmp_path):
+    conv = chatgpt_conversation("c-1", "Kinds", "mkkinds")
+    parts = [{"content_type": f"kind_{i}_" + "x" * 500} for i in range(100)]
+    conv["mapping"]["u1"]["message"]["content"] = {
+        "content_type": "multimodal_text",
+        "parts": [*parts, "still text"],
+    }
+    report = chat_import(user=owner, path=write(tmp_path, [conv]))
+    lines = report.lines()
+    assert len(lines) < 40 and max(len(line) for line in lines) < 200
+    assert report.skipped["other kinds of content (a placeholder names each)"] > 0
+    first = Session.objects.get(owner=owner).messages.order_by("id").first()
+    assert first.content.startswith("[kind 0 " + "x" * 33 + " not imported]")  # 40 characters
+    assert first.content.endswith("still text")

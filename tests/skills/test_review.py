@@ -129,6 +129,17 @@ def test_a_model_failure_marks_the_run_failed_and_changes_nothing(owner, scripte
     assert not Skill.objects.exists()
 
 
+def test_a_review_past_its_time_limit_is_failed_and_its_lease_freed(owner, scripted, settings):
+    settings.HERMES_REVIEW_TIME_LIMIT = 1
+    session = make_conversation(owner)
+    run = ReviewRun.objects.create(session=session, last_message_id=1, kind="skill")
+    scripted.set_fault(Fault(latency=3))
+    assert review_run_execute(run_id=run.pk) == "failed"
+    run.refresh_from_db()
+    assert (run.status, run.error) == ("failed", "Stopped after the 1s time limit.")
+    assert (run.lease_owner, run.lease_expires_at) == ("", None)
+
+
 def test_reviewer_sees_the_whole_conversation_with_the_frozen_prompt(owner, scripted):
     from sessions_app.models import SystemPrompt
 
