@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -18,6 +21,34 @@ from . import services, throttle
 from .account_page import account_sections_context
 from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
 from .mail import SITE_NAME, mail_enabled, site_origin
+
+
+def passwords_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page about passwords (change, forgot, choose one, sign up): it does not exist
+    while HERMES_PASSWORD_LOGIN is off."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not settings.HERMES_PASSWORD_LOGIN:
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class LoginView(auth_views.LoginView):
+    """The login page: "Sign in with <provider>" when single sign-on is on, and the
+    password form unless HERMES_PASSWORD_LOGIN is off (a password posted anyway is refused
+    with 403 and the page again)."""
+
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if settings.HERMES_PASSWORD_LOGIN:
+            return super().post(request, *args, **kwargs)
+        response = self.render_to_response(self.get_context_data(password_refused=True))
+        response.status_code = 403
+        return response
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
