@@ -34,7 +34,15 @@ from tests.factories import UserFactory
 ROOT = Path(__file__).resolve().parent.parent
 # Fixtures that start a process; a test using one must be marked `slow`.
 PROCESS_FIXTURES = frozenset(
-    {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack", "mcp_daphne"}
+    {
+        "celery_worker",
+        "scripted_worker",
+        "live_server_url",
+        "browser",
+        "stack",
+        "mcp_daphne",
+        "oidc_provider",
+    }
 )
 # Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
 # machine's Redis never see each other's messages.
@@ -188,6 +196,22 @@ def redis_channel_layer(redis_url, settings):
         }
     }
     return redis_url
+
+
+# --- the OpenID Connect provider of the single sign-on tests ---------------------------------
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A real OpenID Connect provider (tests/support/oidc_provider) for the whole run; each
+    test says who may sign in there with `set_people`."""
+    from tests.support.oidc_provider.handle import start_provider
+
+    provider = start_provider(tmp_path_factory.mktemp("oidc-provider"), free_port())
+    try:
+        yield provider
+    finally:
+        provider.stop()
 
 
 # --- live servers of browser tests ----------------------------------------------------------
