@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth import views as auth_views
 from django.core.exceptions import SuspiciousOperation
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render, resolve_url
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
@@ -164,15 +164,22 @@ class CallbackView(OIDCAuthenticationCallbackView):
 class LogoutView(auth_views.LogoutView):
     """Logging out ends the session here; for a session single sign-on started it then
     ends the provider's session too when the provider publishes an end_session_endpoint
-    (coming back to the login page)."""
+    (which sends the browser back to the login page).
+
+    The way there is a page that forwards the browser (a meta refresh, and a link), not a
+    redirect: every page's Content-Security-Policy allows forms to post to this site only
+    (`form-action 'self'`), and browsers apply that to the redirects that follow a form."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         from_provider = oidc_enabled() and request.session.get(BACKEND_SESSION_KEY) == BACKEND
         id_token = request.session.get(ID_TOKEN_KEY, "")
         response = super().post(request, *args, **kwargs)
-        if from_provider:
-            after = request.build_absolute_uri(resolve_url(settings.LOGOUT_REDIRECT_URL))
-            url = end_session_url(id_token=id_token, after=after)
-            if url:
-                return HttpResponseRedirect(url)
-        return response
+        if not from_provider:
+            return response
+        after = request.build_absolute_uri(resolve_url(settings.LOGOUT_REDIRECT_URL))
+        url = end_session_url(id_token=id_token, after=after)
+        if not url:
+            return response
+        return render(
+            request, "registration/signing_out.html", {"url": url, "name": provider_name()}
+        )
