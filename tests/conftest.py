@@ -277,13 +277,15 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_daphne(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_daphne(
+    port: int, log: Path, env: dict[str, str], app: str = "hermes_site.asgi:application"
+) -> subprocess.Popen:
     """daphne serving the site on 127.0.0.1:`port` in a subprocess on the test database
-    (`env` on top of subprocess_env), returned once its /healthz answers."""
+    (`env` on top of subprocess_env), returned once its /healthz answers. `app` may be
+    `hermes_site.asgi_proxy:application`, what `make serve` runs behind a proxy."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "hermes_site.asgi:application"],
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
             cwd=ROOT, env=subprocess_env(**env), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
