@@ -24,7 +24,6 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
-from django.test import Client
 from websockets.sync.client import connect
 
 from core import backups
@@ -40,7 +39,7 @@ from sessions_app.search.service import search_conversations
 from skills_app.models import Skill, SkillFile
 from tests.conftest import free_port, start_daphne, stop_process, wait_for
 from tests.factories import InferenceFactory, MemoryEntryFactory, SkillFactory, conversation_with
-from tests.sessions_app.test_crash_recovery import model_env
+from tests.sessions_app.test_crash_recovery import model_env, socket_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 RESTORED = "restored"
@@ -373,12 +372,7 @@ def test_backup_during_a_streaming_chat_turn_keeps_what_the_user_sent(
         "HERMES_REVIEW_ENABLED": "false",
         "HERMES_LEASE_SECONDS": "120",
     }
-    client = Client()
-    client.force_login(owner)
-    headers = {
-        "Origin": f"http://127.0.0.1:{port}",
-        "Cookie": f"sessionid={client.cookies['sessionid'].value}",
-    }
+    headers = socket_headers(owner, port)
     archive = tmp_path / "during-turn.tar"
     daphne = start_daphne(port, tmp_path / "daphne.log", env)
     try:

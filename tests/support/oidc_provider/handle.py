@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,6 @@ from typing import Any
 from urllib.parse import urljoin
 
 import httpx
-
-from tests.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 CLIENT_ID = "hermes"
@@ -148,17 +147,14 @@ def start_provider(data: Path, port: int) -> OIDCProvider:
     provider.set_people({})
     discovery = f"{provider.issuer}/.well-known/openid-configuration"
 
-    def up() -> bool:
+    deadline = time.monotonic() + 60
+    while True:
         try:
             with urllib.request.urlopen(discovery, timeout=2):
-                return True
+                return provider
         except OSError:
-            assert proc.poll() is None, (data / "provider.log").read_text()
-            return False
-
-    try:
-        wait_for(up, timeout=60, interval=0.2, what="the test provider")
-    except BaseException:
-        provider.stop()
-        raise
-    return provider
+            if proc.poll() is not None or time.monotonic() > deadline:
+                provider.stop()
+                log_text = (data / "provider.log").read_text()
+                raise AssertionError(f"the test provider did not start: {log_text}") from None
+            time.sleep(0.2)
