@@ -10,14 +10,14 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
 from core.middleware import errors_back_to
 
-from . import services, throttle
+from . import reauth, services, throttle
 from .account_page import account_sections_context
 from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
 from .mail import SITE_NAME, mail_enabled, site_origin
@@ -118,6 +118,9 @@ def account(request: HttpRequest) -> HttpResponse:
             "token_form": TokenCreateForm(),
             "tokens": request.user.api_tokens.all(),
             "new_token": request.session.pop("new_api_token", None),
+            # What "Delete my account" asks for (a password, or a recent sign-in without one).
+            "delete_confirm": reauth.confirmation_for(request, request.user),
+            "sign_in_again_url": reauth.sign_in_again_url(reverse("account") + "#delete"),
             # Download my data, import, forget memory, delete account (privacy/).
             **account_sections_context(request.user),
         },

@@ -33,8 +33,10 @@ logger = logging.getLogger(__name__)
 
 #: Seconds of clock difference tolerated between the provider and this machine.
 LEEWAY = 60
-#: Where the callback finds the ID token after a sign-in (for the logout's id_token_hint).
+#: Where the callback finds the ID token after a sign-in (for the logout's id_token_hint),
+#: and when the provider last checked who the person is (its `auth_time`, when sent).
 ID_TOKEN_ATTR = "hermes_oidc_id_token"
+AUTH_TIME_ATTR = "hermes_oidc_auth_time"
 
 
 class OIDCBackend(OIDCAuthenticationBackend):
@@ -133,6 +135,9 @@ class OIDCBackend(OIDCAuthenticationBackend):
                 "match). Start again.",
                 code="nonce_mismatch",
             )
+        auth_time = claims.get("auth_time")
+        if isinstance(auth_time, int | float) and not isinstance(auth_time, bool):
+            setattr(self.request, AUTH_TIME_ATTR, float(auth_time))
         return claims
 
     def _decode(self, token: str, *, require: list[str]) -> dict[str, Any]:

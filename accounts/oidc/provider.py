@@ -45,6 +45,7 @@ class Provider:
     end_session_endpoint: str
     signing_algorithms: tuple[str, ...]
     token_auth_methods: tuple[str, ...]
+    prompt_values: tuple[str, ...]
 
     @property
     def basic_auth(self) -> bool:
@@ -140,6 +141,9 @@ def _from_document(document: dict[str, Any], expected_issuer: str) -> Provider:
         end_session_endpoint=str(document.get("end_session_endpoint") or ""),
         signing_algorithms=tuple(str(a) for a in algorithms if isinstance(a, str)),
         token_auth_methods=tuple(str(m) for m in methods if isinstance(m, str)),
+        prompt_values=tuple(
+            str(p) for p in document.get("prompt_values_supported") or () if isinstance(p, str)
+        ),
         **endpoints,
     )
 

@@ -21,8 +21,9 @@ from django.shortcuts import render, resolve_url
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from ..reauth import signed_in_mark
 from . import BACKEND, oidc_enabled
-from .backend import ID_TOKEN_ATTR
+from .backend import AUTH_TIME_ATTR, ID_TOKEN_ATTR
 from .errors import (
     AnswerRejected,
     ProviderMisconfigured,
@@ -67,7 +68,9 @@ def sign_in_error(request: HttpRequest, error: SignInError) -> HttpResponse:
 
 class SignInView(OIDCAuthenticationRequestView):
     """`/accounts/oidc/login/?next=…`: off to the provider, with a fresh state, nonce and
-    PKCE challenge kept in the session (several at once, for several tabs)."""
+    PKCE challenge kept in the session (several at once, for several tabs). With `reauth=1`
+    the provider is asked to check the person again (`max_age=0`, and `prompt=login` where
+    it supports it), to confirm deleting an account that has no password."""
 
     def __init__(self, **kwargs: Any) -> None:
         # The library's __init__ reads the endpoint from settings; here it is discovered.
@@ -77,11 +80,20 @@ class SignInView(OIDCAuthenticationRequestView):
         if not oidc_enabled():
             raise Http404
         try:
-            self.OIDC_OP_AUTH_ENDPOINT = provider().authorization_endpoint
+            self.found = provider()
         except SignInError as exc:
             return sign_in_error(request, exc)
+        self.OIDC_OP_AUTH_ENDPOINT = self.found.authorization_endpoint
         self.OIDC_RP_CLIENT_ID = settings.HERMES_OIDC_CLIENT_ID
         return super().get(request)
+
+    def get_extra_params(self, request: HttpRequest) -> dict[str, str]:
+        params = dict(super().get_extra_params(request))
+        if request.GET.get("reauth"):
+            params["max_age"] = "0"
+            if "login" in self.found.prompt_values:
+                params["prompt"] = "login"
+        return params
 
 
 def _drop_state(request: HttpRequest, state: str) -> None:
@@ -152,6 +164,8 @@ class CallbackView(OIDCAuthenticationCallbackView):
         id_token = getattr(self.request, ID_TOKEN_ATTR, "")
         if id_token:
             self.request.session[ID_TOKEN_KEY] = id_token
+        # The provider's word for when it last checked the person, else now.
+        signed_in_mark(self.request, getattr(self.request, AUTH_TIME_ATTR, None))
         return response
 
     def login_failure(self) -> HttpResponse:

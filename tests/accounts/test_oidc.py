@@ -6,6 +6,7 @@ real HTTP (discovery, keys, token, userinfo, end-session)."""
 from __future__ import annotations
 
 import html
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
@@ -17,6 +18,7 @@ from django.urls import reverse
 
 from accounts.models import LoginThrottle, Membership, SignInIdentity
 from accounts.oidc import BACKEND
+from accounts.reauth import SIGNED_IN_AT
 from tests.conftest import free_port
 from tests.factories import UserFactory
 from tests.support.oidc_provider.handle import PUBLIC_CLIENT_ID, start_provider
@@ -391,3 +393,26 @@ def test_the_provider_ending_the_sign_in_is_said_on_the_page(sso):
 def test_the_callback_without_a_code_is_a_400_page_not_a_500(sso):
     refused(Client().get(reverse("oidc_callback")), 400, "brought nothing to sign in with")
     refused(Client().get(reverse("oidc_callback"), {"code": "x", "state": "y"}), 400, "Start again")
+
+
+def test_deleting_an_account_without_password_asks_the_provider_to_check_again(sso):
+    client = Client()
+    with httpx.Client(timeout=10) as http:
+        client.get(sso.sign_in(http, start(client), "ada"))
+        session = client.session
+        session[SIGNED_IN_AT] = int(time.time()) - 3600  # signed in an hour ago
+        session.save()
+        client.post(reverse("account_delete"), {"confirm": "ada"})
+        assert get_user_model().objects.filter(username="ada").exists()
+
+        again = client.get(reverse("oidc_login"), {"reauth": "1", "next": "/accounts/#delete"})
+        authorize = again["Location"]
+        params = parse_qs(urlsplit(authorize).query)
+        assert (params["prompt"], params["max_age"]) == (["login"], ["0"])
+        # The provider's session is still on, yet it asks for the password again.
+        asked = http.get(authorize)
+        assert asked.is_redirect and "/login/" in asked.headers["location"]
+        back = client.get(sso.sign_in(http, authorize, "ada"))
+        assert back["Location"] == "/accounts/#delete"
+    assert client.post(reverse("account_delete"), {"confirm": "ada"}).status_code == 200
+    assert not get_user_model().objects.filter(username="ada").exists()
