@@ -71,6 +71,15 @@ def test_sign_in_with_the_provider_and_out_of_both(live_server_url, browser, oid
     assert off_loop(account) == ("ada@example.org", "admin", 1)
     assert page.get_by_role("link", name="Team").count() == 1  # the admin group's page
 
+    # No password here: deleting the account is confirmed by the fresh sign-in and the name.
+    page.goto(f"{live_server_url}/accounts/#delete")
+    confirm = page.get_by_label("Type your username, ada, to confirm")
+    confirm.scroll_into_view_if_needed()
+    box_inside_viewport(page, confirm)
+    assert page.locator("#id_delete_password").count() == 0
+    assert page.get_by_role("link", name="Change your password").count() == 0
+    shot(page, "sso-account-delete")
+
     # Logging out ends the provider's session too: the next sign-in asks for the password.
     page.locator("form.logout button").click()
     page.wait_for_url(f"{live_server_url}/accounts/login/")
