@@ -2,13 +2,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth.views import redirect_to_login
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
 from core.privacy.admin_base import OwnedModelAdmin
 
-from .models import ApiToken, LoginThrottle, Membership, Profile
+from .models import ApiToken, LoginThrottle, Membership, Profile, SignInIdentity
 
 
 @admin.register(Profile)
@@ -77,3 +80,37 @@ class LoginThrottleAdmin(OwnedModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return request.user.is_active and request.user.is_superuser
+
+
+@admin.register(SignInIdentity)
+class SignInIdentityAdmin(OwnedModelAdmin):
+    """Who signs in to an account by single sign-on. Superusers may delete a link (the
+    person's provider account was replaced: their next sign-in links again, by verified
+    e-mail or as a new account); a link is never made or edited by hand."""
+
+    owner_field = "user"
+    list_display = ("user", "issuer", "subject", "created_at", "last_sign_in_at")
+    readonly_fields = ("user", "issuer", "subject", "created_at", "last_sign_in_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+
+_admin_login = admin.site.login
+
+
+def _admin_login_or_sign_in(request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+    """The admin's own login form checks passwords only: while HERMES_PASSWORD_LOGIN is off
+    it sends people to the site's login page (single sign-on), and back once signed in."""
+    if not settings.HERMES_PASSWORD_LOGIN and not request.user.is_authenticated:
+        return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
+    return _admin_login(request, extra_context)
+
+
+admin.site.login = _admin_login_or_sign_in

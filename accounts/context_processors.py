@@ -68,7 +68,10 @@ def hermes(request: HttpRequest) -> dict[str, object]:
         "theme_choices": Profile.Theme.choices,
         # A callable: only the pages with the no-model banner read the catalog, once.
         "llm_configured": functools.cache(any_configured),
-        "allow_signup": settings.HERMES_ALLOW_SIGNUP,
+        "allow_signup": settings.HERMES_ALLOW_SIGNUP and settings.HERMES_PASSWORD_LOGIN,
+        "password_login": settings.HERMES_PASSWORD_LOGIN,
+        # "Sign in with <name>" on the login page; empty while single sign-on is off.
+        "oidc_name": settings.HERMES_OIDC_NAME if settings.HERMES_OIDC_ISSUER else "",
         "mail_enabled": mail_enabled(),
         "navigation": _navigation(request) if authenticated else [],
     }

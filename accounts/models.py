@@ -156,3 +156,30 @@ class LoginThrottle(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class SignInIdentity(models.Model):
+    """Who a person is at a single sign-on provider: the provider's issuer and its stable
+    subject id (`sub`), never the name or e-mail, which people can change there. Made at
+    the first sign-in (creating the account, or taking over one by a verified e-mail
+    address when HERMES_OIDC_LINK_BY_EMAIL is on); deleted with the account."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"], name="signinidentity_unique_subject"
+            ),
+            models.UniqueConstraint(fields=["user", "issuer"], name="signinidentity_one_per_user"),
+            models.CheckConstraint(condition=~Q(subject=""), name="signinidentity_subject_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} at {self.issuer}"

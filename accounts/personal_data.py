@@ -9,7 +9,7 @@ from django.db.models import Model
 from core.privacy import registry
 from core.privacy.serialize import row_dict
 
-from .models import ApiToken, LoginThrottle, Membership, Profile
+from .models import ApiToken, LoginThrottle, Membership, Profile, SignInIdentity
 
 
 def _api_token_dict(obj: Model) -> dict[str, Any]:
@@ -35,6 +35,14 @@ def register() -> None:
         owner_path="user",
         section="membership",
         category="Team role and daily quotas",
+        provided=False,
+        content=False,
+    )
+    registry.register(
+        SignInIdentity,
+        owner_path="user",
+        section="sign_in_identities",
+        category="Single sign-on identities (the provider and its id for you)",
         provided=False,
         content=False,
     )

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
@@ -91,19 +92,45 @@ def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
         raise ServiceError("not_found", "No such token.", status=404)
 
 
+def superuser_exists() -> bool:
+    return get_user_model().objects.filter(is_superuser=True).exists()
+
+
 def admin_ensure(*, username: str, password: str | None) -> tuple[bool, str | None]:
     """Create the first superuser when there is none.
 
     Returns (created, generated password or None when the caller supplied one).
     """
-    User = get_user_model()
-    if User.objects.filter(is_superuser=True).exists():
+    if superuser_exists():
         return False, None
     generated = None
     if not password:
         password = generated = secrets.token_urlsafe(12)
-    User.objects.create_superuser(username=username, email="", password=password)
+    get_user_model().objects.create_superuser(username=username, email="", password=password)
     return True, generated
+
+
+def superuser_grant(*, username: str) -> Any:
+    """Make the existing, active account `username` (any case) a superuser and team admin:
+    how the first administrator arrives when password sign-in is off (they sign in with the
+    provider first, then someone with a shell runs `manage.py make_superuser`)."""
+    user = get_user_model().objects.filter(username__iexact=username.strip()).first()
+    if user is None:
+        raise ServiceError(
+            "not_found",
+            f"There is no account called {username!r}; they make it by signing in once.",
+            status=404,
+        )
+    if not user.is_active:
+        raise ServiceError("inactive", f"The account {user.get_username()!r} is deactivated.")
+    with transaction.atomic():
+        user.is_staff = user.is_superuser = True
+        user.save(update_fields=["is_staff", "is_superuser"])
+        membership = _membership(user)
+        if membership.role != Membership.Role.ADMIN:
+            membership.role = Membership.Role.ADMIN
+            membership.save(update_fields=["role", "updated_at"])
+    return user
 
 
 # --- Quotas -----------------------------------------------------------------------------
@@ -174,6 +201,17 @@ def access_member(*, actor: Any, user_id: int) -> Any:
     return user
 
 
+def _check_passwords_on() -> None:
+    # Invitations and resets are links to choose a password: nothing to hand out while
+    # password sign-in is off (people get their account when they first sign in).
+    if not settings.HERMES_PASSWORD_LOGIN:
+        raise ServiceError(
+            "password_login_off",
+            "Password sign-in is off: people get their account the first time they sign in.",
+            status=409,
+        )
+
+
 def _membership(user: Any) -> Membership:
     membership, _ = Membership.objects.get_or_create(user=user)
     return membership
@@ -192,6 +230,7 @@ def member_create(
 ) -> tuple[Any, str]:
     """Create an account without a password; returns it with its invitation link (path)."""
     _check_admin(actor)
+    _check_passwords_on()
     User = get_user_model()
     username = (username or "").strip()
     email = (email or "").strip()
@@ -228,6 +267,7 @@ def member_create(
 def member_invite_link(*, actor: Any, user_id: int) -> str:
     """A fresh invitation link for someone who has not chosen a password yet."""
     user = access_member(actor=actor, user_id=user_id)
+    _check_passwords_on()
     if user.has_usable_password():
         raise ServiceError("has_password", "This person already has a password; reset it instead.")
     return set_password_path(user)
@@ -237,6 +277,7 @@ def member_password_reset(*, actor: Any, user_id: int) -> str:
     """Void the password (ending the person's sessions and sockets) and return a link
     where they choose a new one. The admin never learns the password."""
     user = access_member(actor=actor, user_id=user_id)
+    _check_passwords_on()
     if user.pk == actor.pk:
         raise ServiceError("forbidden", "Change your own password on the Account page.", status=403)
     with transaction.atomic():

@@ -1,13 +1,14 @@
 """Close a person's open websockets when their login ends: logout, a password change or
 deactivation. Channels resolves the user once at connect, so without this an open socket
-would outlive the session (ASVS V7.4.1/V7.4.2)."""
+would outlive the session (ASVS V7.4.1/V7.4.2). Also notes when a session signed in, for
+accounts/reauth.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.signals import user_logged_out
+from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.db import transaction
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
@@ -22,6 +23,14 @@ def close_sockets_of(user_id: int) -> None:
     layer = get_channel_layer()
     if layer is not None:
         async_to_sync(layer.group_send)(user_group(user_id), {"type": "auth.revoked"})
+
+
+@receiver(user_logged_in)
+def _on_login(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    # When this session's person last proved who they are (accounts/reauth.py).
+    from .reauth import signed_in_mark
+
+    signed_in_mark(request)
 
 
 @receiver(user_logged_out)

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -7,17 +10,45 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
 from core.middleware import errors_back_to
 
-from . import services, throttle
+from . import reauth, services, throttle
 from .account_page import account_sections_context
 from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
 from .mail import SITE_NAME, mail_enabled, site_origin
+
+
+def passwords_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page about passwords (change, forgot, choose one, sign up): it does not exist
+    while HERMES_PASSWORD_LOGIN is off."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not settings.HERMES_PASSWORD_LOGIN:
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class LoginView(auth_views.LoginView):
+    """The login page: "Sign in with <provider>" when single sign-on is on, and the
+    password form unless HERMES_PASSWORD_LOGIN is off (a password posted anyway is refused
+    with 403 and the page again)."""
+
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if settings.HERMES_PASSWORD_LOGIN:
+            return super().post(request, *args, **kwargs)
+        response = self.render_to_response(self.get_context_data(password_refused=True))
+        response.status_code = 403
+        return response
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -87,6 +118,9 @@ def account(request: HttpRequest) -> HttpResponse:
             "token_form": TokenCreateForm(),
             "tokens": request.user.api_tokens.all(),
             "new_token": request.session.pop("new_api_token", None),
+            # What "Delete my account" asks for (a password, or a recent sign-in without one).
+            "delete_confirm": reauth.confirmation_for(request, request.user),
+            "sign_in_again_url": reauth.sign_in_again_url(reverse("account") + "#delete"),
             # Download my data, import, forget memory, delete account (privacy/).
             **account_sections_context(request.user),
         },

@@ -41,13 +41,26 @@ class MeApi(APIView):
         return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})
 
     @extend_schema(
-        request=inline_serializer("EraseAccount", {"password": serializers.CharField()}),
+        request=inline_serializer(
+            "EraseAccount",
+            {
+                "password": serializers.CharField(required=False),
+                "confirm": serializers.CharField(required=False),
+            },
+        ),
         responses={204: None},
-        description="Delete your account and everything stored about you, for good.",
+        description="Delete your account and everything stored about you, for good. Confirm "
+        "with your password; an account without one (single sign-on) with its username as "
+        "`confirm`, from a session that signed in within the last 10 minutes.",
     )
     def delete(self, request: Request) -> Response:
-        password = request.data.get("password") if hasattr(request.data, "get") else None
-        erase.account_erase(user=request.user, password=password, request=request)
+        data = request.data if hasattr(request.data, "get") else {}
+        erase.account_erase(
+            user=request.user,
+            password=data.get("password"),
+            confirm=data.get("confirm"),
+            request=request,
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

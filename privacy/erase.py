@@ -121,21 +121,28 @@ def account_erase(
     *,
     user: AbstractBaseUser,
     password: Any = None,
+    confirm: Any = None,
     actor: AbstractBaseUser | None = None,
     request: HttpRequest | None = None,
 ) -> ErasureReport:
     """Delete `user` and everything about them. The person confirms with their password
-    (checked behind the login throttle, keyed by `request`'s client address too);
-    a superuser (`actor`, the admin) needs none. After the transaction commits: export
-    files go, sockets are closed, storage is scrubbed and a follow-up task clears the
-    channel layer (and VACUUMs on PostgreSQL)."""
+    (checked behind the login throttle, keyed by `request`'s client address too), or, with
+    no password (single sign-on, an auth proxy), with a recent sign-in and their username
+    as `confirm` (accounts/reauth.py); a superuser (`actor`, the admin) needs neither.
+    After the transaction commits: export files go, sockets are closed, storage is scrubbed
+    and a follow-up task clears the channel layer (and VACUUMs on PostgreSQL)."""
     from sessions_app.agent.runner import control_group
     from sessions_app.models import Session, SystemPrompt
 
     from .models import ExportJob
 
     if actor is None or actor.pk == user.pk:
-        check_password(user=user, password=password, request=request)
+        if user.has_usable_password():
+            check_password(user=user, password=password, request=request)
+        else:
+            from accounts.reauth import confirm_without_password
+
+            confirm_without_password(request=request, user=user, confirm=confirm)
     elif not (actor.is_active and actor.is_superuser):
         raise ServiceError(
             "forbidden", "Only a superuser can delete someone's account.", status=403

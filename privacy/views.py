@@ -193,6 +193,11 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
 def account_delete(request: HttpRequest) -> HttpResponse:
     user = request.user
     username = user.get_username()
-    erase.account_erase(user=user, password=request.POST.get("password", ""), request=request)
+    erase.account_erase(
+        user=user,
+        password=request.POST.get("password", ""),
+        confirm=request.POST.get("confirm", ""),
+        request=request,
+    )
     logout(request)
     return render(request, "accounts/deleted.html", {"username": username})

@@ -34,7 +34,15 @@ from tests.factories import UserFactory
 ROOT = Path(__file__).resolve().parent.parent
 # Fixtures that start a process; a test using one must be marked `slow`.
 PROCESS_FIXTURES = frozenset(
-    {"celery_worker", "scripted_worker", "live_server_url", "browser", "stack", "mcp_daphne"}
+    {
+        "celery_worker",
+        "scripted_worker",
+        "live_server_url",
+        "browser",
+        "stack",
+        "mcp_daphne",
+        "oidc_provider",
+    }
 )
 # Channel-layer prefix and Celery queue of this test run, so parallel runs sharing the
 # machine's Redis never see each other's messages.
@@ -190,6 +198,22 @@ def redis_channel_layer(redis_url, settings):
     return redis_url
 
 
+# --- the OpenID Connect provider of the single sign-on tests ---------------------------------
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A real OpenID Connect provider (tests/support/oidc_provider) for the whole run; each
+    test says who may sign in there with `set_people`."""
+    from tests.support.oidc_provider.handle import start_provider
+
+    provider = start_provider(tmp_path_factory.mktemp("oidc-provider"), free_port())
+    try:
+        yield provider
+    finally:
+        provider.stop()
+
+
 # --- live servers of browser tests ----------------------------------------------------------
 
 
@@ -253,13 +277,15 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_daphne(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_daphne(
+    port: int, log: Path, env: dict[str, str], app: str = "hermes_site.asgi:application"
+) -> subprocess.Popen:
     """daphne serving the site on 127.0.0.1:`port` in a subprocess on the test database
-    (`env` on top of subprocess_env), returned once its /healthz answers."""
+    (`env` on top of subprocess_env), returned once its /healthz answers. `app` may be
+    `hermes_site.asgi_proxy:application`, what `make serve` runs behind a proxy."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "hermes_site.asgi:application"],
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
             cwd=ROOT, env=subprocess_env(**env), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
 

@@ -22,6 +22,7 @@ DEV_IMPORTS = {
     "websockets": "websockets",
     "rank-bm25": "rank_bm25",
     "aiosmtpd": "aiosmtpd",
+    "django-oauth-toolkit": "oauth2_provider",
 }
 # Where dev tools may be imported: the tests themselves and the benchmarks (`make bench`
 # installs requirements-dev.txt).

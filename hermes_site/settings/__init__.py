@@ -16,9 +16,19 @@ from types import ModuleType
 
 from django.core.exceptions import ImproperlyConfigured
 
-from . import chat, core, database, deployment, llm, memory, privacy, search
+from . import chat, core, database, deployment, llm, memory, privacy, search, signin
 
-topics: tuple[ModuleType, ...] = (core, database, deployment, llm, chat, search, memory, privacy)
+topics: tuple[ModuleType, ...] = (
+    core,
+    database,
+    deployment,
+    signin,
+    llm,
+    chat,
+    search,
+    memory,
+    privacy,
+)
 
 
 def _assemble(topics: tuple[ModuleType, ...]) -> dict[str, object]:

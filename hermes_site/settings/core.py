@@ -115,11 +115,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# ModelBackend behind the login throttle (accounts/throttle.py), and sign-in by an auth
-# proxy's header (accounts/proxy_auth.py; its sessions end while HERMES_AUTH_HEADER is off).
+# ModelBackend behind the login throttle (accounts/throttle.py), sign-in by an auth proxy's
+# header (accounts/proxy_auth.py) and single sign-on (accounts/oidc/). Each one's sessions
+# end while its way of signing in is off (HERMES_PASSWORD_LOGIN, HERMES_AUTH_HEADER,
+# HERMES_OIDC_ISSUER).
 AUTHENTICATION_BACKENDS = [
     "accounts.backends.ThrottledModelBackend",
     "accounts.proxy_auth.ProxyHeaderBackend",
+    "accounts.oidc.backend.OIDCBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import re
 from urllib.parse import urlsplit
 
 import environ
@@ -133,41 +132,6 @@ for _proxy in HERMES_TRUSTED_PROXIES:
             f"HERMES_TRUSTED_PROXIES: {_proxy!r} is not an IP address or network "
             "(examples: 127.0.0.1, 10.0.0.0/8, ::1)."
         ) from None
-
-# --- Sign-in by an auth proxy (accounts/proxy_auth.py) ----------------------------------
-# Headers an auth proxy (oauth2-proxy, Authelia, Authentik) sets after signing someone in;
-# believed only from HERMES_TRUSTED_PROXIES and removed from anyone else's requests.
-HERMES_AUTH_HEADER = declare_str(
-    "HERMES_AUTH_HEADER",
-    "",
-    help="Header naming the signed-in user (e.g. Remote-User); empty: off.",
-)
-HERMES_AUTH_EMAIL_HEADER = declare_str(
-    "HERMES_AUTH_EMAIL_HEADER", "", help="Header with that user's e-mail address."
-)
-HERMES_AUTH_GROUPS_HEADER = declare_str(
-    "HERMES_AUTH_GROUPS_HEADER", "", help="Header with that user's groups (comma or |)."
-)
-HERMES_AUTH_ADMIN_GROUP = declare_str(
-    "HERMES_AUTH_ADMIN_GROUP", "", help="Group whose members are team admins."
-)
-HERMES_AUTH_HEADER_CREATE = declare_bool(
-    "HERMES_AUTH_HEADER_CREATE", True, help="Create an account on someone's first sign-in."
-)
-for _name, _header in (
-    ("HERMES_AUTH_HEADER", HERMES_AUTH_HEADER),
-    ("HERMES_AUTH_EMAIL_HEADER", HERMES_AUTH_EMAIL_HEADER),
-    ("HERMES_AUTH_GROUPS_HEADER", HERMES_AUTH_GROUPS_HEADER),
-):
-    if _header and not re.fullmatch(r"[A-Za-z0-9-]+", _header):
-        raise ImproperlyConfigured(
-            f"{_name}: {_header!r} is not a header name; write it with letters, digits and "
-            "dashes, like Remote-User or X-Forwarded-User."
-        )
-if HERMES_AUTH_ADMIN_GROUP and not HERMES_AUTH_GROUPS_HEADER:
-    raise ImproperlyConfigured(
-        "HERMES_AUTH_ADMIN_GROUP needs HERMES_AUTH_GROUPS_HEADER, the header it is read from."
-    )
 
 # --- Redis: channel layer and Celery ------------------------------------------------
 REDIS_URL = declare_str(

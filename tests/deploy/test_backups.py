@@ -1,6 +1,7 @@
 """Backups and restore (core/backups.py, `manage.py backup` / `restore`), on whichever
 database DATABASE_URL names: a backup taken while memory is being written restores into a
-fresh database with every person's data and search intact; a damaged or foreign file is
+fresh database with every person's data and search intact; one taken while a chat turn
+streams keeps the person's message and the answer so far; a damaged or foreign file is
 refused and changes nothing; scheduled backups keep only the newest few."""
 
 from __future__ import annotations
@@ -23,17 +24,22 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
+from websockets.sync.client import connect
 
 from core import backups
+from core.leases import leases_recover_dead
 from core.tasks import backup as backup_task
 from memory.models import Inference, MemoryEntry, MemoryEvent
 from memory.services.entries import memory_add
 from model_catalog.crypto import encrypt
 from model_catalog.models import ModelEntry
+from sessions_app import services
 from sessions_app.models import Message, Session
 from sessions_app.search.service import search_conversations
 from skills_app.models import Skill, SkillFile
+from tests.conftest import free_port, start_daphne, stop_process, wait_for
 from tests.factories import InferenceFactory, MemoryEntryFactory, SkillFactory, conversation_with
+from tests.sessions_app.test_crash_recovery import model_env, socket_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 RESTORED = "restored"
@@ -344,3 +350,67 @@ def test_restoring_an_older_backup_says_to_migrate(owner, fresh_database, tmp_pa
         using=fresh_database,
     )
     assert restored.migrations_to_apply == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_backup_during_a_streaming_chat_turn_keeps_what_the_user_sent(
+    owner, llm_server, fresh_database, tmp_path
+):
+    """A turn streams from the scripted model in daphne while `manage.py backup` runs: the
+    archive holds the person's message and the answer as far as it was saved, and once
+    restored (and the dead turn's lease recovered) the answer is `interrupted` with exactly
+    that text and the conversation takes a new turn; the live site finishes its answer."""
+    reply = "".join(f"word{i} " for i in range(200))
+    llm_server.reset()
+    llm_server.chunk_delay = 0.05  # ten seconds of streaming
+    llm_server.enqueue(reply=reply)
+    port = free_port()
+    env = {
+        **model_env(llm_server),
+        "HERMES_STREAM_SAVE_INTERVAL": "0.1",
+        "HERMES_REVIEW_ENABLED": "false",
+        "HERMES_LEASE_SECONDS": "120",
+    }
+    headers = socket_headers(owner, port)
+    archive = tmp_path / "during-turn.tar"
+    daphne = start_daphne(port, tmp_path / "daphne.log", env)
+    try:
+        with connect(f"ws://127.0.0.1:{port}/ws/chat/", additional_headers=headers) as ws:
+            ws.send(json.dumps({"type": "chat.send", "session": None, "text": "Order heliotrope"}))
+            wait_for(
+                lambda: Message.objects.filter(role="assistant").exclude(content="").exists(),
+                timeout=30,
+                what="part of the answer to be saved",
+            )
+            call_command("backup", output=archive, stdout=io.StringIO())
+            answer = Message.objects.get(role="assistant")
+            assert answer.status == "streaming", "the turn ended before the backup did"
+            types: list[str] = []
+            while "assistant.done" not in types:
+                event = json.loads(ws.recv(timeout=60))
+                assert event["type"] != "error", event
+                types.append(event["type"])
+    finally:
+        llm_server.chunk_delay = 0.0
+        stop_process(daphne)
+    answer.refresh_from_db()
+    assert (answer.status, answer.content) == ("complete", reply)
+
+    backups.backup_restore(archive=archive, using=fresh_database)
+    restored = Message.objects.using(fresh_database)
+    (sent,) = restored.filter(role="user")
+    assert (sent.content, sent.session_id) == ("Order heliotrope", answer.session_id)
+    (partial,) = restored.filter(role="assistant")
+    assert partial.status == "streaming" and partial.content
+    assert reply.startswith(partial.content) and partial.content != reply
+    with as_default(fresh_database):
+        # The restored site's start: the turn's process is gone, its answer is closed.
+        assert leases_recover_dead() == {"turn": 1}
+        partial.refresh_from_db(using=fresh_database)
+        assert (partial.status, partial.finish_reason) == ("interrupted", "process_died")
+        assert reply.startswith(partial.content) and partial.content
+        again = services.turn_begin(user=owner, session_id=answer.session_id, text="Again")
+        assert again.lease is not None
+        again.lease.release()
+    assert restored.filter(role="user").count() == 2

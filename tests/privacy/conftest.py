@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from accounts.models import ApiToken, Membership, Profile
+from accounts.models import ApiToken, Membership, Profile, SignInIdentity
 from memory.models import Source
 from memory.services import Provenance, memory_add, memory_snapshot_freeze
 from privacy.models import AdminContentAccess, ChatImportJob, ExportJob
@@ -95,6 +95,9 @@ def seed(user, tag: str) -> Seeded:
         user=user, name=m["token"], prefix="hw_abcde", key_hash=ApiToken.hash_key(m["token"])
     )
     Membership.objects.get_or_create(user=user)
+    SignInIdentity.objects.create(
+        user=user, issuer="https://sso.example.org", subject=f"sub-{user.pk}"
+    )
     now = timezone.now() - timedelta(hours=2)
     prompt = SystemPrompt.objects.create(
         hash=SystemPrompt.digest(m["prompt"]), prompt=f"You are Hermes. {m['prompt']}"

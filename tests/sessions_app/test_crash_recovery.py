@@ -53,6 +53,17 @@ def model_env(llm: Any) -> dict[str, str]:
     }
 
 
+def socket_headers(user: Any, port: int) -> dict[str, str]:
+    """What a logged-in tab of `user` sends when it opens the chat socket of the site on
+    `port` (its Origin and session cookie)."""
+    client = Client()
+    client.force_login(user)
+    return {
+        "Origin": f"http://127.0.0.1:{port}",
+        "Cookie": f"sessionid={client.cookies['sessionid'].value}",
+    }
+
+
 def conversation(owner: Any, turns: int = 8) -> Session:
     session = Session.objects.create(owner=owner, title="Crashy")
     for i in range(turns):
@@ -238,12 +249,7 @@ def test_an_answer_left_streaming_by_a_killed_asgi_server_is_interrupted_on_rest
         # Long: what unlocks the conversation is the restart, not an expiry.
         "HERMES_LEASE_SECONDS": "120",
     }
-    client = Client()
-    client.force_login(owner)
-    headers = {
-        "Origin": f"http://127.0.0.1:{port}",
-        "Cookie": f"sessionid={client.cookies['sessionid'].value}",
-    }
+    headers = socket_headers(owner, port)
     first = start_daphne(port, tmp_path / "daphne.log", env)
     try:
         with connect(f"ws://127.0.0.1:{port}/ws/chat/", additional_headers=headers) as ws:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from accounts.services import admin_ensure
+from accounts.services import admin_ensure, superuser_exists
 
 
 class Command(BaseCommand):
@@ -16,6 +16,16 @@ class Command(BaseCommand):
         parser.add_argument("--username", default=settings.HERMES_ADMIN_USER)
 
     def handle(self, *args, **options):
+        if not settings.HERMES_PASSWORD_LOGIN and not superuser_exists():
+            # A password administrator could not sign in: the first one comes from the
+            # sign-in service instead.
+            self.stdout.write(
+                "Password sign-in is off (HERMES_PASSWORD_LOGIN=false): no password "
+                "administrator is made. Members of HERMES_OIDC_ADMIN_GROUP (or "
+                "HERMES_AUTH_ADMIN_GROUP) are team admins when they sign in; to make someone "
+                "who has signed in a superuser, run: manage.py make_superuser NAME"
+            )
+            return
         username = options["username"]
         created, generated = admin_ensure(
             username=username, password=settings.HERMES_ADMIN_PASSWORD or None
