@@ -1,10 +1,11 @@
 """Memory learned from an imported ChatGPT/Claude history: the source "import_review" (its
 `source_client` is the import's id), with room for it in `source` (8 → 16 characters).
 
-On SQLite, altering the column rebuilds the entry table, which drops the trigger of
-0004_entry_release; it is created again after each rebuild, in both directions. Reversing
-first turns the new source back into "review" (what these notes were recorded as before),
-so the narrower column holds every value."""
+On SQLite, altering the columns rebuilds both tables: the rebuild of the entry table drops
+the trigger of 0004_entry_release, and the trigger (which names the event table) would stop
+the event table's. So the trigger is dropped before the rebuilds and created after them, in
+both directions. Reversing first turns the new source back into "review" (what these notes
+were recorded as before), so the narrower column holds every value."""
 
 from importlib import import_module
 
@@ -13,8 +14,8 @@ from django.db import migrations, models
 from sessions_app.migrations._fts_sql import VendorRunSQL
 
 _release = import_module("memory.migrations.0004_entry_release")
-#: The trigger of 0004, (re)created where a table rebuild dropped it.
-RELEASE_TRIGGER = [_release.SQLITE_REVERSE[0], *_release.SQLITE_FORWARD]
+DROP_TRIGGER = _release.SQLITE_REVERSE
+CREATE_TRIGGER = [*_release.SQLITE_REVERSE, *_release.SQLITE_FORWARD]
 
 SOURCES_BEFORE = [
     ("tool", "Chat"),
@@ -41,8 +42,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        # Reversed last: the entry table was rebuilt narrower, without the trigger.
-        VendorRunSQL("sqlite", migrations.RunSQL.noop, RELEASE_TRIGGER),
+        VendorRunSQL("sqlite", DROP_TRIGGER, CREATE_TRIGGER),
         migrations.AlterField(
             model_name="memoryentry",
             name="source",
@@ -53,6 +53,6 @@ class Migration(migrations.Migration):
             name="source",
             field=models.CharField(choices=SOURCES, max_length=16),
         ),
-        VendorRunSQL("sqlite", RELEASE_TRIGGER, migrations.RunSQL.noop),
+        VendorRunSQL("sqlite", CREATE_TRIGGER, DROP_TRIGGER),
         migrations.RunPython(migrations.RunPython.noop, import_review_to_review),
     ]
