@@ -17,11 +17,10 @@ from accounts.mail import site_origin
 from core.exceptions import ServiceError
 from memory.models import Source
 from memory.selectors import WriterCount
-from memory.services import Provenance, memory_entries_remove_by_writer
 from sessions_app.models import Message
 
 from . import chat_jobs, erase, jobs
-from .chat_learning.notes import learned_counts
+from .chat_learning.notes import chat_import_notes_remove, learned_counts
 from .models import ChatImportJob, ExportJob
 
 ME = inline_serializer(
@@ -245,13 +244,7 @@ class MeChatImportNotesApi(APIView):
         "removed, those waiting for approval rejected, each change in the memory audit log.",
     )
     def delete(self, request: Request, job_id: int) -> Response:
-        job = chat_jobs.access_chat_import_job(user=request.user, job_id=job_id)
-        removed = memory_entries_remove_by_writer(
-            user=request.user,
-            source=Source.IMPORT_REVIEW,
-            client=str(job.pk),
-            provenance=Provenance(source=Source.API, actor=request.user),
-        )
+        removed = chat_import_notes_remove(user=request.user, job_id=job_id, source=Source.API)
         return Response(
             {"removed": removed.removed, "rejected": removed.rejected, "message": removed.message()}
         )

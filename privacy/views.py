@@ -22,16 +22,10 @@ from core.flash import section_tag
 from core.middleware import errors_back_to
 from memory.models import MemoryEntry, Source
 from memory.selectors import memory_settings
-from memory.services import (
-    Provenance,
-    memory_entries_remove_by_writer,
-    memory_import_held,
-    memory_import_resolve,
-)
+from memory.services import Provenance, memory_import_held, memory_import_resolve
 
 from . import chat_jobs, erase, jobs
-from .chat_learning import inferences_on, learn_unavailable
-from .chat_learning.notes import import_phrase, learned_counts
+from .chat_learning import inferences_on, learn_unavailable, notes
 from .hermes_import import hermes_import_zip
 
 #: Report lines shown after an import (the rest are summarised).
@@ -41,11 +35,11 @@ MAX_REPORT_LINES = 12
 def chat_import_jobs_shown(user: AbstractBaseUser) -> list[Any]:
     """The imports the Account page lists, each with `learned` (its notes still in memory,
     or None) and `phrase` ("your ChatGPT import of 2024-05-01")."""
-    learned = learned_counts(user=user)
+    learned = notes.learned_counts(user=user)
     jobs = chat_jobs.chat_import_jobs(user=user, also=learned)
     for job in jobs:
         job.learned = learned.get(job.pk)
-        job.phrase = import_phrase(job)
+        job.phrase = notes.import_phrase(job)
     return jobs
 
 
@@ -170,15 +164,9 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
 @errors_back_to("account", anchor="import-chats")
 def chat_import_notes_remove(request: HttpRequest, job_id: int) -> HttpResponse:
     """ "Remove the N notes learned from this import" on the import's panel."""
-    job = chat_jobs.access_chat_import_job(user=request.user, job_id=job_id)
-    removed = memory_entries_remove_by_writer(
-        user=request.user,
-        source=Source.IMPORT_REVIEW,
-        client=str(job.pk),
-        provenance=Provenance(source=Source.MANUAL, actor=request.user),
-    )
+    removed = notes.chat_import_notes_remove(user=request.user, job_id=job_id, source=Source.MANUAL)
     _tell(request, messages.SUCCESS, removed.message(), section="import-chats")
-    return _back(f"chat-import-{job.pk}")
+    return _back(f"chat-import-{job_id}")
 
 
 @login_required

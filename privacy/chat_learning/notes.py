@@ -11,8 +11,10 @@ from django.utils import timezone
 from memory.models import Source
 from memory.provenance import Writer
 from memory.selectors import WriterCount, memory_writers
+from memory.services import Provenance, Removed, memory_entries_remove_by_writer
 from sessions_app.models import IMPORT_SOURCES
 
+from ..chat_jobs import access_chat_import_job
 from ..models import ChatImportJob
 
 
@@ -40,6 +42,18 @@ def learned_writers(user: AbstractBaseUser, clients: set[str]) -> dict[str, Writ
         str(job.pk): Writer(label=learned_label(job), url=panel_url(job.pk), import_id=job.pk)
         for job in jobs
     }
+
+
+def chat_import_notes_remove(*, user: AbstractBaseUser, job_id: int, source: str) -> Removed:
+    """Remove every note the learning of `user`'s import `job_id` wrote, as the person
+    acting through `source` (the Account page, the API); NotFound for another's import."""
+    job = access_chat_import_job(user=user, job_id=job_id)
+    return memory_entries_remove_by_writer(
+        user=user,
+        source=Source.IMPORT_REVIEW,
+        client=str(job.pk),
+        provenance=Provenance(source=source, actor=user),
+    )
 
 
 def learned_counts(*, user: AbstractBaseUser) -> dict[int, WriterCount]:
