@@ -333,7 +333,9 @@ def _end(lease: Lease, owner: AbstractBaseUser, state: dict[str, Any], *, error:
         text += f", {pending} waiting for your approval" if pending else ""
         try:
             notice_to_user(
-                user_id=owner.pk, kind="memory_saved", text=f"{text} — {reverse('memory_page')}"
+                user_id=owner.pk,
+                kind="memory_saved",
+                text=f"{text} — {reverse('memory_page')}?source_import={lease.pk}",
             )
         except Exception:  # noqa: BLE001 - a closed channel layer must not undo the summary
             logger.exception("could not announce learning %s", lease.pk)
