@@ -19,13 +19,19 @@ from django.utils import timezone
 
 from accounts.models import Profile
 from memory.models import MemoryEntry, MemoryEvent, Source
-from memory.services import Provenance, memory_add, memory_pending_approve
+from memory.services import (
+    Provenance,
+    memory_add,
+    memory_pending_approve,
+    memory_snapshot_freeze,
+)
 from memory.tools import handle_memory
 from privacy.erase import account_erase, memory_forget_all
 from privacy.export import build_export
 from privacy.hermes_import import hermes_import_zip
 from privacy.models import ChatImportJob
 from sessions_app.agent.tools import ToolContext
+from sessions_app.models import Session
 from tests.factories import PASSWORD, UserFactory
 from tests.privacy.conftest import login
 from tests.privacy.learning import Reviewer, claude_chat
@@ -418,3 +424,15 @@ def test_forget_all_memory_and_erasure_reach_the_learned_notes(owner, outsider):
     assert not MemoryEntry.objects.filter(source=Source.IMPORT_REVIEW, owner_id=owner.pk).exists()
     assert not ChatImportJob.objects.filter(pk=job.pk).exists()
     assert contents(outsider) == {"Plays chess"}
+
+
+def test_the_conversation_inspector_names_the_import_of_a_note_its_prompt_showed(owner):
+    job = finished_import(owner)
+    learn(owner, job, "Keeps bees")
+    chat = Session.objects.create(owner=owner, title="Later chat")
+    memory_snapshot_freeze(session=chat)
+
+    body = login(owner).get(reverse("session_inspect", args=[chat.pk])).content.decode()
+
+    label = f"Learned from your ChatGPT import of {day(job)}"
+    assert f'Keeps bees <span class="muted small">— <a href="{panel(job)}">{label}</a>' in body
