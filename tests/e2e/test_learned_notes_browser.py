@@ -102,6 +102,16 @@ def test_the_notes_of_one_import_are_shown_alone_and_removed_with_one_confirmati
     assert page.locator(".entry").count() == 2
     assert page.locator(f".writer-filter a[href='?source_import={first.pk}']").count() == 0
     page.screenshot(path=str(SCREENSHOTS / f"memory-import-removed-{width}.png"), full_page=True)
+    # The activity log says who wrote each note and who removed it.
+    page.goto(f"{live_server_url}/memory/log/")
+    writer = page.locator(f".log td a:text-is('{label}')")
+    assert writer.count() == 3  # the learning's three adds
+    writer.first.scroll_into_view_if_needed()
+    box_inside_viewport(page, writer.first)
+    assert (
+        page.locator(".log tr:has(td.change:text('Remove')) td:text-is('Memory page')").count() == 3
+    )
+    page.screenshot(path=str(SCREENSHOTS / f"memory-log-learned-{width}.png"), full_page=True)
     left = off_loop(lambda: sorted(MemoryEntry.objects.values_list("content", flat=True)))
     assert left == ["Drinks green tea, never coffee", "Prefers short answers"]
     assert errors == []
