@@ -21,6 +21,7 @@ from core.exceptions import ServiceError
 
 from . import selectors, services
 from .models import MemoryEntry, Source, Target, content_digest
+from .provenance import default_writer, writers_attach
 
 API = services.Provenance(source=Source.API)
 MAX_IMPORT_BYTES = 1_000_000
@@ -41,6 +42,23 @@ class MemoryEntrySerializer(serializers.ModelSerializer):
     source_session = serializers.CharField(source="source_session_id", allow_null=True)
     source_message = serializers.IntegerField(source="source_message_id", allow_null=True)
     pending_of = serializers.IntegerField(source="pending_of_id", allow_null=True)
+    source_label = serializers.SerializerMethodField(
+        help_text='Who wrote it, for people ("Learned from your ChatGPT import of 2024-05-01").'
+    )
+    source_import = serializers.SerializerMethodField(
+        help_text='With source "import_review": the id of the chat import whose learning '
+        "wrote it (GET /api/me/chat-imports/<id>/)."
+    )
+
+    def _writer(self, entry: MemoryEntry):
+        writer = getattr(entry, "writer", None)
+        return writer or default_writer(entry.source, entry.source_client)
+
+    def get_source_label(self, entry: MemoryEntry) -> str:
+        return self._writer(entry).label
+
+    def get_source_import(self, entry: MemoryEntry) -> int | None:
+        return self._writer(entry).import_id
 
     class Meta:
         model = MemoryEntry
@@ -54,6 +72,8 @@ class MemoryEntrySerializer(serializers.ModelSerializer):
             "pending_of",
             "source",
             "source_client",
+            "source_label",
+            "source_import",
             "source_session",
             "source_message",
             "created_at",
@@ -114,6 +134,22 @@ def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
     return serializer.validated_data
 
 
+def writer_filter(params: Any) -> tuple[str | None, str | None]:
+    """(source, client) from `?source=` and `?source_import=<import id>` (which implies the
+    source "import_review"); (None, None) for no filter. ServiceError for a bad value."""
+    source = params.get("source") or None
+    raw = params.get("source_import") or None
+    if source is not None and source not in Source.values:
+        raise ServiceError("invalid", f"source must be one of: {', '.join(Source.values)}.")
+    if raw is None:
+        return source, None
+    if not raw.isascii() or not raw.isdigit():
+        raise ServiceError("invalid", "source_import must be the id of one of your imports.")
+    if source not in (None, Source.IMPORT_REVIEW):
+        raise ServiceError("invalid", 'source_import goes with the source "import_review" only.')
+    return Source.IMPORT_REVIEW, str(int(raw))
+
+
 def _entry_after_write(
     user: Any, target: str, content: str, result: services.WriteResult
 ) -> MemoryEntry | None:
@@ -133,6 +169,12 @@ class MemoryListApi(APIView):
         parameters=[
             OpenApiParameter("target", str, enum=Target.values),
             OpenApiParameter("status", str, enum=MemoryEntry.Status.values),
+            OpenApiParameter("source", str, enum=Source.values, description="Who wrote it."),
+            OpenApiParameter(
+                "source_import",
+                int,
+                description="Only the notes the learning of this chat import wrote.",
+            ),
         ],
         responses=MemoryEntrySerializer(many=True),
     )
@@ -143,9 +185,13 @@ class MemoryListApi(APIView):
             services.check_target(target)
         if state is not None and state not in MemoryEntry.Status.values:
             raise ServiceError("invalid", "status must be 'active' or 'pending'.")
-        qs = selectors.memory_entries(user=request.user, target=target, status=state)
+        source, client = writer_filter(request.query_params)
+        qs = selectors.memory_entries(
+            user=request.user, target=target, status=state, source=source, client=client
+        )
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
+        writers_attach(user=request.user, rows=page)
         return paginator.get_paginated_response(MemoryEntrySerializer(page, many=True).data)
 
     @extend_schema(
@@ -168,6 +214,7 @@ class MemoryDetailApi(APIView):
     @extend_schema(responses=MemoryEntrySerializer)
     def get(self, request: Request, entry_id: int) -> Response:
         entry = selectors.access_memory_entry(user=request.user, entry_id=entry_id)
+        writers_attach(user=request.user, rows=[entry])
         return Response(MemoryEntrySerializer(entry).data)
 
     @extend_schema(request=EntryUpdateSerializer, responses=MemoryEntrySerializer)

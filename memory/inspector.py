@@ -14,6 +14,7 @@ from sessions_app.models import Session
 
 from .inferences.selectors import inference_uses_for_messages
 from .models import MemoryEntry, MemoryEvent, SessionMemorySnapshot, Source
+from .provenance import writers_attach
 from .selectors import memory_entries_included
 
 
@@ -40,8 +41,10 @@ def memory_inspector_context(
         MemoryEntry.objects.filter(owner=user, source=Source.FLUSH, source_session=session)
     )
     provider = settings.HERMES_MEMORY_PROVIDER
+    entries = list(memory_entries_included(session=session))
+    writers_attach(user=user, rows=entries)
     return {
-        "entries": list(memory_entries_included(session=session)),
+        "entries": entries,
         "snapshots": snapshots,
         "events": [e for e in events if e.source != Source.FLUSH],
         "flush_events": [e for e in events if e.source == Source.FLUSH],

@@ -25,8 +25,9 @@ class Target(models.TextChoices):
 
 class Source(models.TextChoices):
     """Who wrote an entry: the chat's tool call, the background review, the
-    pre-compression flush, the Memory page, an import, the REST API, the admin, or an MCP
-    client (another agent holding one of the person's API tokens)."""
+    pre-compression flush, the Memory page, an import, the REST API, the admin, an MCP
+    client (another agent holding one of the person's API tokens), or the review of an
+    imported ChatGPT/Claude history (the import's "Let Hermes learn from this history")."""
 
     TOOL = "tool", "Chat"
     REVIEW = "review", "Background review"
@@ -36,10 +37,15 @@ class Source(models.TextChoices):
     API = "api", "REST API"
     ADMIN = "admin", "Admin"
     MCP = "mcp", "MCP"
+    IMPORT_REVIEW = "import_review", "Learned from imported history"
 
 
 #: Sources that are the agent acting on its own; approval mode stages their writes.
-AGENT_SOURCES = frozenset({Source.TOOL, Source.REVIEW, Source.FLUSH, Source.MCP})
+AGENT_SOURCES = frozenset(
+    {Source.TOOL, Source.REVIEW, Source.FLUSH, Source.MCP, Source.IMPORT_REVIEW}
+)
+#: Room for the longest source value.
+SOURCE_MAX_LENGTH = 16
 
 
 def content_digest(content: str) -> str:
@@ -93,8 +99,12 @@ class MemoryEntry(models.Model):
         related_name="proposals",
         help_text="The entry a proposed replace/remove would change.",
     )
-    source = models.CharField(max_length=8, choices=Source.choices, default=Source.MANUAL)
-    #: With source "mcp": the name of the API token the client used.
+    source = models.CharField(
+        max_length=SOURCE_MAX_LENGTH, choices=Source.choices, default=Source.MANUAL
+    )
+    #: Which writer of the source: with "mcp" the name of the API token the client used;
+    #: with "import_review" the id of the chat import (privacy.ChatImportJob) whose learning
+    #: wrote it (memory.provenance reads it).
     source_client = models.CharField(max_length=100, blank=True, default="")
     source_session = models.ForeignKey(
         "sessions_app.Session",
@@ -205,8 +215,8 @@ class MemoryEvent(models.Model):
         blank=True,
         related_name="+",
     )
-    source = models.CharField(max_length=8, choices=Source.choices)
-    #: With source "mcp": the name of the API token the client used.
+    source = models.CharField(max_length=SOURCE_MAX_LENGTH, choices=Source.choices)
+    #: As on MemoryEntry: the MCP token's name, or the chat import's id.
     source_client = models.CharField(max_length=100, blank=True, default="")
     action = models.CharField(max_length=8, choices=Action.choices)
     target = models.CharField(max_length=8, choices=Target.choices)

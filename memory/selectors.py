@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from accounts.models import Profile
 from core.exceptions import NotFound
@@ -43,6 +43,20 @@ class Usage:
         """Hermes' usage string: "67% — 1,474/2,200 chars"."""
         suffix = " chars" if unit else ""
         return f"{self.pct}% — {self.current:,}/{self.limit:,}{suffix}"
+
+
+@dataclass
+class WriterCount:
+    """How many of a person's entries one writer (source, client) wrote."""
+
+    source: str
+    source_client: str
+    active: int
+    pending: int
+
+    @property
+    def total(self) -> int:
+        return self.active + self.pending
 
 
 def usage_of(contents: list[str]) -> int:
@@ -112,14 +126,40 @@ def memory_settings(*, user: AbstractBaseUser) -> tuple[bool, bool]:
 
 
 def memory_entries(
-    *, user: AbstractBaseUser, target: str | None = None, status: str | None = "active"
+    *,
+    user: AbstractBaseUser,
+    target: str | None = None,
+    status: str | None = "active",
+    source: str | None = None,
+    client: str | None = None,
 ) -> QuerySet[MemoryEntry]:
+    """The user's entries; `source` and `client` keep those one writer wrote (`client`: the
+    MCP token's name, the chat import's id)."""
     qs = MemoryEntry.objects.filter(owner=user)
     if target is not None:
         qs = qs.filter(target=target)
     if status is not None:
         qs = qs.filter(status=status)
+    if source is not None:
+        qs = qs.filter(source=source)
+    if client is not None:
+        qs = qs.filter(source_client=client)
     return qs.order_by("target", "order", "id")
+
+
+def memory_writers(*, user: AbstractBaseUser) -> list[WriterCount]:
+    """Who wrote the user's entries (active and waiting), with how many each: one row per
+    (source, client), most first."""
+    rows = (
+        MemoryEntry.objects.filter(owner=user)
+        .values("source", "source_client")
+        .annotate(active=Count("id", filter=Q(status=MemoryEntry.Status.ACTIVE)), n=Count("id"))
+        .order_by("-n", "source", "source_client")
+    )
+    return [
+        WriterCount(r["source"], r["source_client"], r["active"], r["n"] - r["active"])
+        for r in rows
+    ]
 
 
 def memory_contents(*, user: AbstractBaseUser, target: str) -> list[str]:

@@ -12,6 +12,11 @@ urlpatterns = [
     path("<int:entry_id>/delete/", views.entry_delete, name="memory_entry_delete"),
     path("<int:entry_id>/approve/", views.pending_approve, name="memory_pending_approve"),
     path("<int:entry_id>/reject/", views.pending_reject, name="memory_pending_reject"),
+    path(
+        "learned/<int:import_id>/remove/",
+        views.memory_learned_remove,
+        name="memory_learned_remove",
+    ),
     path("import/", views.memory_import_view, name="memory_import"),
     path("export/<str:target>/", views.memory_export_view, name="memory_export"),
 ]

@@ -9,6 +9,7 @@ one redirects (post/redirect/get).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -22,9 +23,10 @@ from core.exceptions import NotFound, ServiceError
 from core.middleware import errors_back_to
 
 from . import selectors, services
-from .apis import export_response, read_upload
+from .apis import export_response, read_upload, writer_filter
 from .forms import EntryForm, ImportForm
 from .models import MemoryEntry, MemoryEvent, Source, Target
+from .provenance import Writer, default_writer, writer_of, writers_attach
 
 PAGE = services.Provenance(source=Source.MANUAL)
 IMPORT = services.Provenance(source=Source.IMPORT)
@@ -58,12 +60,78 @@ def _page_message(exc: ServiceError, target: str) -> str:
     return exc.message
 
 
-def _lists(request: HttpRequest, prefs: selectors.MemoryPrefs) -> list[dict[str, Any]]:
+class Shown:
+    """The Memory page's filter: everything, or the entries of one writer (a source, or
+    one import's learning) — `?source=…`, `?source_import=<id>`."""
+
+    def __init__(self, request: HttpRequest) -> None:
+        try:
+            self.source, self.client = writer_filter(request.GET)
+        except ServiceError:
+            self.source = self.client = None  # a malformed filter shows everything
+        self.writer: Writer | None = None
+        if self.source is not None:
+            self.writer = writer_of(user=request.user, source=self.source, client=self.client or "")
+
+    @property
+    def active(self) -> bool:
+        return self.source is not None
+
+    @property
+    def description(self) -> str:
+        """What is shown: "learned from your ChatGPT import of …", "by “Chat”"."""
+        if self.writer is None:
+            return ""
+        if self.client is not None:
+            label = self.writer.label
+            return label[:1].lower() + label[1:]
+        return f"by “{self.writer.label}”"
+
+    def keeps(self, entry: MemoryEntry) -> bool:
+        return (self.source is None or entry.source == self.source) and (
+            self.client is None or entry.source_client == self.client
+        )
+
+
+def _writer_choices(request: HttpRequest, shown: Shown) -> list[dict[str, Any]]:
+    """The filter's choices: each source with its entries, and each writer within it that
+    has a page of its own (an import), most entries first."""
+    counts = selectors.memory_writers(user=request.user)
+    writers_attach(user=request.user, rows=counts)
+    by_source: dict[str, dict[str, Any]] = {}
+    for row in counts:
+        choice = by_source.setdefault(
+            row.source,
+            {
+                "label": default_writer(row.source, "").label,
+                "query": urlencode({"source": row.source}),
+                "count": 0,
+                "current": shown.source == row.source and shown.client is None,
+                "writers": [],
+            },
+        )
+        choice["count"] += row.total
+        if row.writer.import_id is not None:
+            choice["writers"].append(
+                {
+                    "label": row.writer.label,
+                    "query": urlencode({"source_import": row.writer.import_id}),
+                    "count": row.total,
+                    "current": shown.client == row.source_client,
+                }
+            )
+    return sorted(by_source.values(), key=lambda c: -c["count"])
+
+
+def _lists(
+    request: HttpRequest, prefs: selectors.MemoryPrefs, shown: Shown
+) -> list[dict[str, Any]]:
     entries = list(
         selectors.memory_entries(user=request.user)
         .select_related("source_session")
         .order_by("target", "order", "id")
     )
+    writers_attach(user=request.user, rows=entries)
     result = []
     for target in Target:
         mine = [e for e in entries if e.target == target]
@@ -77,7 +145,8 @@ def _lists(request: HttpRequest, prefs: selectors.MemoryPrefs) -> list[dict[str,
                 "target": target.value,
                 "title": target.label,
                 "blurb": BLURBS[target],
-                "entries": mine,
+                "entries": [e for e in mine if shown.keeps(e)],
+                "total": len(mine),
                 "usage": usage,
                 "high": int(usage.limit * 0.9),
                 "form": EntryForm(auto_id=f"id_{target.value}_%s"),
@@ -98,7 +167,9 @@ def _render_page(
     pending_error: tuple[int, str] | None = None,
 ) -> HttpResponse:
     prefs = selectors.memory_prefs(user=request.user)
-    lists = _lists(request, prefs)
+    shown = Shown(request)
+    writers = _writer_choices(request, shown)
+    lists = _lists(request, prefs, shown)
     for item in lists:
         if add is not None and item["target"] == add[0]:
             item["form"] = EntryForm(initial={"content": add[1]}, auto_id=f"id_{item['target']}_%s")
@@ -108,10 +179,16 @@ def _render_page(
                 if entry.pk == edit[0]:
                     entry.edit_text, entry.edit_error = edit[1], edit[2]
     pending = list(
-        selectors.memory_entries(user=request.user, status=MemoryEntry.Status.PENDING)
+        selectors.memory_entries(
+            user=request.user,
+            status=MemoryEntry.Status.PENDING,
+            source=shown.source,
+            client=shown.client,
+        )
         .select_related("source_session", "pending_of")
         .order_by("created_at", "id")
     )
+    writers_attach(user=request.user, rows=pending)
     if pending_error is not None:
         for entry in pending:
             if entry.pk == pending_error[0]:
@@ -126,6 +203,9 @@ def _render_page(
             "approval": prefs.approval,
             "import_form": import_form or ImportForm(),
             "import_error": import_error,
+            "shown": shown,
+            "shown_count": len(pending) + sum(len(item["entries"]) for item in lists),
+            "writers": writers,
         },
         status=status,
     )
@@ -241,6 +321,19 @@ def memory_import_view(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_POST
+@errors_back_to("memory_page")
+def memory_learned_remove(request: HttpRequest, import_id: int) -> HttpResponse:
+    """Remove every note the learning of one of the person's chat imports wrote (one
+    confirmation on the page; each change audited as theirs)."""
+    removed = services.memory_entries_remove_by_writer(
+        user=request.user, source=Source.IMPORT_REVIEW, client=str(import_id), provenance=PAGE
+    )
+    messages.success(request, removed.message())
+    return redirect("memory_page")
+
+
+@login_required
 @require_GET
 def memory_export_view(request: HttpRequest, target: str) -> HttpResponse:
     return export_response(user=request.user, target=_target_or_404(target))
@@ -256,6 +349,8 @@ def memory_log(request: HttpRequest) -> HttpResponse:
     else:
         verdict = ""
     page = Paginator(events, 50).get_page(request.GET.get("page"))
+    page.object_list = list(page.object_list)
+    writers_attach(user=request.user, rows=page.object_list)
     return render(
         request,
         "memory/log.html",

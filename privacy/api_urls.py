@@ -18,4 +18,9 @@ urlpatterns = [
     path(
         "me/chat-imports/<int:job_id>/", apis.MeChatImportApi.as_view(), name="api-me-chat-import"
     ),
+    path(
+        "me/chat-imports/<int:job_id>/notes/",
+        apis.MeChatImportNotesApi.as_view(),
+        name="api-me-chat-import-notes",
+    ),
 ]

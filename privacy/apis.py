@@ -15,9 +15,12 @@ from rest_framework.views import APIView
 
 from accounts.mail import site_origin
 from core.exceptions import ServiceError
+from memory.models import Source
+from memory.selectors import WriterCount
 from sessions_app.models import Message
 
 from . import chat_jobs, erase, jobs
+from .chat_learning.notes import chat_import_notes_remove, learned_counts
 from .models import ChatImportJob, ExportJob
 
 ME = inline_serializer(
@@ -139,9 +142,11 @@ class MeExportDownloadApi(APIView):
 
 CHAT_IMPORT_JOB = OpenApiResponse(
     description="A ChatGPT/Claude import job: id, status, progress, stage, error, report "
-    "(the summary lines once done), created_at, finished_at, url, learn (chosen at upload) "
-    "and learning (null unless chosen: status, progress, stage, conversations, notes, "
-    "pending, blocked, inferences, calls, report, error)"
+    "(the summary lines once done), created_at, finished_at, url, source (the export's "
+    "format: chatgpt or claude, once imported), learn (chosen at upload), learning (null "
+    "unless chosen: status, progress, stage, conversations, notes, pending, blocked, "
+    "inferences, calls, report, error) and learned_notes (the notes its learning wrote that "
+    "are still in memory: active, pending; list them with GET /api/memory/?source_import=<id>)"
 )
 
 
@@ -164,7 +169,7 @@ def learning_payload(job: ChatImportJob) -> dict[str, Any] | None:
     }
 
 
-def chat_import_payload(job: ChatImportJob) -> dict[str, Any]:
+def chat_import_payload(job: ChatImportJob, learned: WriterCount | None) -> dict[str, Any]:
     return {
         "id": job.pk,
         "status": job.status,
@@ -175,8 +180,13 @@ def chat_import_payload(job: ChatImportJob) -> dict[str, Any]:
         "created_at": job.created_at,
         "finished_at": job.finished_at,
         "url": reverse("api-me-chat-import", args=[job.pk]),
+        "source": job.source,
         "learn": job.learn,
         "learning": learning_payload(job),
+        "learned_notes": {
+            "active": learned.active if learned else 0,
+            "pending": learned.pending if learned else 0,
+        },
     }
 
 
@@ -194,8 +204,9 @@ def _learn_choice(value: Any) -> bool:
 class MeChatImportsApi(APIView):
     @extend_schema(responses={200: CHAT_IMPORT_JOB}, operation_id="me_chat_imports_list")
     def get(self, request: Request) -> Response:
+        learned = learned_counts(user=request.user)
         found = chat_jobs.chat_import_jobs(user=request.user)
-        return Response({"results": [chat_import_payload(j) for j in found]})
+        return Response({"results": [chat_import_payload(j, learned.get(j.pk)) for j in found]})
 
     @extend_schema(
         request={
@@ -218,7 +229,7 @@ class MeChatImportsApi(APIView):
             )
         learn = _learn_choice(request.data.get("learn"))
         job = chat_jobs.chat_import_job_start(user=request.user, upload=upload, learn=learn)
-        payload = chat_import_payload(job)
+        payload = chat_import_payload(job, None)
         return Response(payload, status=202, headers={"Location": payload["url"]})
 
 
@@ -226,4 +237,27 @@ class MeChatImportApi(APIView):
     @extend_schema(responses={200: CHAT_IMPORT_JOB})
     def get(self, request: Request, job_id: int) -> Response:
         job = chat_jobs.access_chat_import_job(user=request.user, job_id=job_id)
-        return Response(chat_import_payload(job))
+        return Response(chat_import_payload(job, learned_counts(user=request.user).get(job.pk)))
+
+
+class MeChatImportNotesApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={
+            200: inline_serializer(
+                "LearnedNotesRemoved",
+                {
+                    "removed": serializers.IntegerField(),
+                    "rejected": serializers.IntegerField(),
+                    "message": serializers.CharField(),
+                },
+            )
+        },
+        description="Remove every note the learning of this import wrote: active ones are "
+        "removed, those waiting for approval rejected, each change in the memory audit log.",
+    )
+    def delete(self, request: Request, job_id: int) -> Response:
+        removed = chat_import_notes_remove(user=request.user, job_id=job_id, source=Source.API)
+        return Response(
+            {"removed": removed.removed, "rejected": removed.rejected, "message": removed.message()}
+        )

@@ -13,10 +13,13 @@ class PrivacyConfig(AppConfig):
         from accounts.account_page import account_section_register
         from core.leases import lease_kind_register
         from core.privacy.admin_base import content_accessed
+        from memory.models import Source
+        from memory.provenance import writer_lookup_register
 
         from . import personal_data
         from .admin_access import content_access_record
         from .chat_learning import LEARN_KIND, LEARN_TASK
+        from .chat_learning.notes import learned_writers
         from .models import ChatImportJob, ExportJob
         from .views import account_privacy_context
 
@@ -44,3 +47,6 @@ class PrivacyConfig(AppConfig):
             working=Q(learn_status="running"),
         )
         account_section_register("privacy", account_privacy_context)
+        # What an import's learning wrote reads, on the Memory page and in its log, as
+        # "Learned from your ChatGPT import of …", linked to the import's panel.
+        writer_lookup_register(Source.IMPORT_REVIEW, learned_writers)

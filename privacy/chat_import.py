@@ -238,6 +238,7 @@ class _Importer:
         return out, after
 
     def add(self, conv: Imported) -> None:
+        self.report.chat_source = conv.source
         for what, n in conv.skipped.items():
             if what not in self.report.skipped and len(self.report.skipped) >= SKIPPED_KINDS:
                 what = OTHER_KINDS  # an export that makes up kinds does not make the report long

@@ -12,6 +12,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import Collection
 from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -92,6 +93,7 @@ def chat_import_job_learn_after(
             progress=100,
             stage="Done",
             report=report.lines(),
+            source=report.chat_source,
             finished_at=timezone.now(),
             learn=True,
             learn_status=ChatImportJob.LearnStatus.QUEUED,
@@ -102,8 +104,17 @@ def chat_import_job_learn_after(
     return job
 
 
-def chat_import_jobs(*, user: AbstractBaseUser, limit: int = 3) -> list[ChatImportJob]:
-    return list(ChatImportJob.objects.filter(owner=user)[:limit])
+def chat_import_jobs(
+    *, user: AbstractBaseUser, limit: int = 3, also: Collection[int] = ()
+) -> list[ChatImportJob]:
+    """The user's `limit` latest imports, and the older ones among `also` (those whose
+    learned notes are still in memory, so the Memory page's link to them lands), newest
+    first."""
+    jobs = list(ChatImportJob.objects.filter(owner=user)[:limit])
+    older = set(also) - {job.pk for job in jobs}
+    if older:
+        jobs += ChatImportJob.objects.filter(owner=user, pk__in=older)
+    return sorted(jobs, key=lambda job: (job.created_at, job.pk), reverse=True)
 
 
 def access_chat_import_job(*, user: AbstractBaseUser, job_id: int) -> ChatImportJob:
@@ -181,6 +192,7 @@ def _run_holding(lease: Lease) -> str:
         progress=100,
         stage="Done",
         report=report.lines(),
+        source=report.chat_source,
         finished_at=timezone.now(),
         **learning,
     )

@@ -34,6 +34,8 @@ class HermesImportReport:
     #: ChatGPT/Claude: our conversation of each of the export's, in its order (imported now
     #: or before), for the learning review.
     session_ids: list[str] = field(default_factory=list)
+    #: ChatGPT/Claude: the export's format ("chatgpt" or "claude").
+    chat_source: str = ""
 
     def cut(self, what: str) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1

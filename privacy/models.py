@@ -139,6 +139,8 @@ class ChatImportJob(LeaseFields):
     file_name = models.CharField(max_length=200, blank=True, default="")
     #: What the import did, one line each (import_report.HermesImportReport.lines).
     report = models.JSONField(default=list, blank=True)
+    #: The export's format once imported: "chatgpt" or "claude" (sessions_app.IMPORT_SOURCES).
+    source = models.CharField(max_length=16, blank=True, default="")
     error = models.CharField(max_length=300, blank=True, default="")
     task_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

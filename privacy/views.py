@@ -25,11 +25,22 @@ from memory.selectors import memory_settings
 from memory.services import Provenance, memory_import_held, memory_import_resolve
 
 from . import chat_jobs, erase, jobs
-from .chat_learning import inferences_on, learn_unavailable
+from .chat_learning import inferences_on, learn_unavailable, notes
 from .hermes_import import hermes_import_zip
 
 #: Report lines shown after an import (the rest are summarised).
 MAX_REPORT_LINES = 12
+
+
+def chat_import_jobs_shown(user: AbstractBaseUser) -> list[Any]:
+    """The imports the Account page lists, each with `learned` (its notes still in memory,
+    or None) and `phrase` ("your ChatGPT import of 2024-05-01")."""
+    learned = notes.learned_counts(user=user)
+    jobs = chat_jobs.chat_import_jobs(user=user, also=learned)
+    for job in jobs:
+        job.learned = learned.get(job.pk)
+        job.phrase = notes.import_phrase(job)
+    return jobs
 
 
 def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
@@ -41,7 +52,7 @@ def account_privacy_context(user: AbstractBaseUser) -> dict[str, Any]:
         "temporary_chat_days": settings.HERMES_TEMPORARY_CHAT_DAYS,
         "memory_entry_count": MemoryEntry.objects.filter(owner=user).count(),
         "import_max_mb": settings.HERMES_IMPORT_MAX_MB,
-        "chat_import_jobs": chat_jobs.chat_import_jobs(user=user),
+        "chat_import_jobs": chat_import_jobs_shown(user),
         "chat_learn": {
             "unavailable": learn_unavailable(user=user),
             "conversations": settings.HERMES_IMPORT_LEARN_CONVERSATIONS,
@@ -146,6 +157,16 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
         section="import-chats",
     )
     return _back("import-chats")
+
+
+@login_required
+@require_POST
+@errors_back_to("account", anchor="import-chats")
+def chat_import_notes_remove(request: HttpRequest, job_id: int) -> HttpResponse:
+    """ "Remove the N notes learned from this import" on the import's panel."""
+    removed = notes.chat_import_notes_remove(user=request.user, job_id=job_id, source=Source.MANUAL)
+    _tell(request, messages.SUCCESS, removed.message(), section="import-chats")
+    return _back(f"chat-import-{job_id}")
 
 
 @login_required

@@ -5,7 +5,8 @@ the REST API, the admin and imports, plus the frozen prompt snapshot.
     engine      Hermes' matching and apply rules on an in-memory copy
     anchor      the (user, target) row lock, version bump and limits, in one statement
     store       the locked write (budget, persistence, audit)
-    entries     add / replace / remove / batch / id-based edits / approvals
+    entries     add / replace / remove / batch / id-based edits / approvals / removing
+                what one writer wrote (the notes learned from a chat import)
     transfer    MEMORY.md / USER.md import; a file over the limit held for the owner's choice
     snapshot    the MEMORY / USER PROFILE blocks frozen into a session's prompt
 """
@@ -13,8 +14,10 @@ the REST API, the admin and imports, plus the frozen prompt snapshot.
 from __future__ import annotations
 
 from .entries import (
+    Removed,
     memory_add,
     memory_apply_batch,
+    memory_entries_remove_by_writer,
     memory_entry_delete,
     memory_entry_update,
     memory_pending_approve,
@@ -48,12 +51,14 @@ __all__ = [
     "HeldImport",
     "Op",
     "Provenance",
+    "Removed",
     "Snapshot",
     "WriteResult",
     "check_content",
     "check_target",
     "memory_add",
     "memory_apply_batch",
+    "memory_entries_remove_by_writer",
     "memory_entry_delete",
     "memory_entry_update",
     "fit_plan",

@@ -4,6 +4,7 @@ pages/API/admin, and approving or rejecting the agent's staged writes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -13,8 +14,9 @@ from django.utils import timezone
 
 from core.exceptions import NotFound, ServiceError
 
-from ..models import MemoryEntry, MemoryEvent
+from ..models import MemoryEntry, MemoryEvent, Target
 from ..selectors import access_memory_entry
+from .anchor import lock_anchor
 from .store import WriteResult, log_events, write
 from .validation import Op, Provenance
 
@@ -178,6 +180,64 @@ def memory_pending_reject(
                 }
             ],
         )
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a removal by writer did: active entries removed, proposals rejected."""
+
+    removed: int = 0
+    rejected: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.removed + self.rejected
+
+    def message(self) -> str:
+        if not self.total:
+            return "There was nothing to remove: those notes are gone already."
+        text = f"Removed {self.removed} note{'' if self.removed == 1 else 's'}"
+        if self.rejected:
+            text += f" and rejected {self.rejected} waiting for your approval"
+        return text + "."
+
+
+def memory_entries_remove_by_writer(
+    *, user: AbstractBaseUser, source: str, client: str, provenance: Provenance
+) -> Removed:
+    """Remove every entry of `user`'s that `source`/`client` wrote (e.g. all the notes
+    learned from one chat import): its proposals waiting for approval are rejected, its
+    active entries removed, each change audited as the person's own (`provenance`), all in
+    one transaction. The lists are locked before the entries are chosen, so an entry the
+    person edits meanwhile (and so makes theirs) is not taken."""
+    rejected = removed = 0
+    with transaction.atomic():
+        for target in Target.values:
+            lock_anchor(user, target)
+        waiting = MemoryEntry.objects.pending().filter(
+            owner=user, source=source, source_client=client
+        )
+        for entry_id in waiting.order_by("id").values_list("pk", flat=True):
+            memory_pending_reject(user=user, entry_id=entry_id, provenance=provenance)
+            rejected += 1
+        for target in Target.values:
+            ids = list(
+                MemoryEntry.objects.active()
+                .filter(owner=user, target=target, source=source, source_client=client)
+                .order_by("order", "id")
+                .values_list("pk", flat=True)
+            )
+            if ids:
+                result = write(
+                    user=user,
+                    target=target,
+                    ops=[Op("remove", "", "", entry_id=pk) for pk in ids],
+                    provenance=provenance,
+                    kind="batch",
+                    stage=False,
+                )
+                removed += result.applied
+    return Removed(removed=removed, rejected=rejected)
 
 
 def audit_prune(*, now: datetime | None = None) -> int:

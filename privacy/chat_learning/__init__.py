@@ -6,8 +6,10 @@ they show about the person, through the paths the agent's own learning takes:
 
 - memory entries, written by the background reviewer (skills_app.services.review: its
   system prompt and memory prompt, the offline tool loop, the `memory` tool only, as origin
-  "review"), so every note passes the threat scanner, the person's limits and the audit log,
-  and waits in the approval queue when the person has approval mode on;
+  "import_review" naming the job), so every note passes the threat scanner, the person's
+  limits and the audit log, and waits in the approval queue when the person has approval
+  mode on; the notes read "Learned from your ChatGPT import of <date>" wherever they are
+  shown, and can be listed and removed per import (notes.py);
 - with the local memory provider (HERMES_MEMORY_PROVIDER=local, extraction on, the person's
   consent), inferences from the same extractor and validation as after a chat turn
   (memory.inferences.extraction), each with evidence pointing at the imported messages.

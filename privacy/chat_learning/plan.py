@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from memory.inferences.config import local_config
 from memory.inferences.selectors import inference_allowed
-from memory.models import MemoryEvent
 from memory.providers.manager import active_provider_name
 from memory.selectors import memory_settings
 from sessions_app.agent import llm
@@ -173,7 +172,6 @@ def learn_plan(*, user: AbstractBaseUser, session_ids: list[str]) -> dict[str, A
     # Packing leaves gaps: drop the batches past the cap (their conversations wait for the
     # next upload with the option on).
     batches = batches[:max_batches]
-    mark = MemoryEvent.objects.filter(owner=user).aggregate(top=Max("id"))["top"] or 0
     return {
         "considered": len(ids),
         "eligible": len(eligible),
@@ -186,8 +184,6 @@ def learn_plan(*, user: AbstractBaseUser, session_ids: list[str]) -> dict[str, A
         "completion_tokens": 0,
         "cost_usd": "0",
         "inferences": 0,
-        #: The audit log's last event before the review: its own events come after.
-        "mark": mark,
         "progress": 0,
         "stage": "Waiting to start",
     }

@@ -186,7 +186,8 @@ def _learn_batch(
     window = [m for _, messages in conversations for m in messages]
     if not any(m.role == Message.Role.USER for m in window):
         return
-    ctx = ToolContext(user=owner, session_id=None, origin="review")
+    # The notes name the import, not one conversation: a batch reads several.
+    ctx = ToolContext(user=owner, session_id=None, origin="import_review", client=str(lease.pk))
     result = reviewer_run(
         messages=history_review_messages(conversations),
         ctx=ctx,
@@ -254,11 +255,11 @@ def _mark_read(conversations: list[tuple[Session, list[Message]]], *, inferred: 
 # --- the summary --------------------------------------------------------------------------
 
 
-def _count_writes(owner: AbstractBaseUser, state: dict[str, Any]) -> None:
-    """The review's memory writes, from the audit log: events of the reviewer with no
-    conversation (a chat's review always names its own), after the plan's mark."""
+def _count_writes(owner: AbstractBaseUser, job_id: int, state: dict[str, Any]) -> None:
+    """The review's memory writes, from the audit log: the events this import's learning
+    wrote (source "import_review", the job's id as the client)."""
     events = MemoryEvent.objects.filter(
-        owner=owner, source=Source.REVIEW, session__isnull=True, id__gt=state.get("mark", 0)
+        owner=owner, source=Source.IMPORT_REVIEW, source_client=str(job_id)
     )
     verdicts = MemoryEvent.Verdict
     state["notes"] = events.filter(
@@ -317,7 +318,7 @@ def learning_summary(state: dict[str, Any]) -> list[str]:
 
 
 def _end(lease: Lease, owner: AbstractBaseUser, state: dict[str, Any], *, error: str = "") -> str:
-    _count_writes(owner, state)
+    _count_writes(owner, lease.pk, state)
     if error:
         state["error"] = error
     state["progress"] = 100 if not error else state.get("progress", 0)
@@ -332,7 +333,9 @@ def _end(lease: Lease, owner: AbstractBaseUser, state: dict[str, Any], *, error:
         text += f", {pending} waiting for your approval" if pending else ""
         try:
             notice_to_user(
-                user_id=owner.pk, kind="memory_saved", text=f"{text} — {reverse('memory_page')}"
+                user_id=owner.pk,
+                kind="memory_saved",
+                text=f"{text} — {reverse('memory_page')}?source_import={lease.pk}",
             )
         except Exception:  # noqa: BLE001 - a closed channel layer must not undo the summary
             logger.exception("could not announce learning %s", lease.pk)

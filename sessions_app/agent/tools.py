@@ -29,9 +29,11 @@ from core.exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
 
-#: Who is calling: the live chat turn, the background review, the pre-compression flush, or
-#: an MCP client (`client` then names the API token it used).
-Origin = Literal["tool", "review", "flush", "mcp"]
+#: Who is calling: the live chat turn, the background review, the pre-compression flush, an
+#: MCP client (`client` then names the API token it used), or the review of an imported
+#: ChatGPT/Claude history (`client` then is the import's id). Memory writes take it as
+#: their source (memory.models.Source).
+Origin = Literal["tool", "review", "flush", "mcp", "import_review"]
 
 
 @dataclass
@@ -60,7 +62,8 @@ class ToolContext:
     message_id: int | None = None
     #: Provider tools offered in this turn (None when memory is off or nobody offers any).
     providers: ProviderTools | None = None
-    #: For origin "mcp": the name of the API token, kept with what the call writes.
+    #: Kept with what the call writes: for origin "mcp" the name of the API token, for
+    #: "import_review" the chat import's id.
     client: str = ""
 
 

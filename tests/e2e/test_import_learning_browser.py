@@ -101,5 +101,5 @@ def test_a_learning_under_way_shows_its_progress_and_the_outcome(owner, live_ser
         what="the page to show what was learned",
     )
     assert len(loads) == 1
-    assert page.get_attribute(".learn-result a", "href") == "/memory/"
+    assert page.get_attribute(".learn-result a", "href") == f"/memory/?source_import={job.pk}"
     assert errors == []

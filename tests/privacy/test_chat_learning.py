@@ -95,9 +95,20 @@ def test_learning_saves_notes_through_the_memory_tool_and_the_page_says_so(
         "Keeps bees in Lyon and sells the honey",
         "active",
     )
-    assert (entry.source, entry.source_session_id) == ("review", None)
+    # Written as the import's learning, naming the import (a batch reads several
+    # conversations), never as a chat's after-turn review.
+    assert (entry.source, entry.source_client, entry.source_session_id) == (
+        "import_review",
+        str(job.pk),
+        None,
+    )
     event = MemoryEvent.objects.get(owner=owner)
-    assert (event.source, event.verdict, event.action) == ("review", "accepted", "add")
+    assert (event.source, event.source_client, event.verdict, event.action) == (
+        "import_review",
+        str(job.pk),
+        "accepted",
+        "add",
+    )
     # One batch: the reviewer's write and its answer; "hi" was too short to read.
     (first, second) = reviews(scripted)
     shown = excerpt(first)
@@ -162,7 +173,7 @@ def test_an_injected_note_inside_an_imported_conversation_is_blocked_by_the_scan
 
     assert not MemoryEntry.objects.filter(owner=owner).exists()
     event = MemoryEvent.objects.get(owner=owner)
-    assert (event.verdict, event.source) == ("blocked", "review")
+    assert (event.verdict, event.source) == ("blocked", "import_review")
     assert "prompt_injection" in event.findings
     job = ChatImportJob.objects.get(owner=owner)
     assert (job.learning["notes"], job.learning["blocked"]) == (0, 1)
