@@ -230,8 +230,11 @@ class ServerPool:
 
     def url_for(self, env: dict[str, str]) -> str:
         """The address of a server with `env` on top of subprocess_env (started if none)."""
+        # A server outlives its test: it holds no idle database connection between requests
+        # (PostgreSQL's 100 are needed by the 50-writer race later in the run).
+        env = {"HERMES_DB_CONN_MAX_AGE": "0", **env}
         full = subprocess_env(**env)
-        # pytest names the running test in the environment; a server outlives its test.
+        # pytest names the running test in the environment.
         full.pop("PYTEST_CURRENT_TEST", None)
         key = tuple(sorted(full.items()))
         if key in self.servers and self.servers[key][0].poll() is None:

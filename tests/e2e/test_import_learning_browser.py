@@ -94,7 +94,8 @@ def test_a_learning_under_way_shows_its_progress_and_the_outcome(owner, live_ser
     assert loads == []
 
     done = {"notes": 4, "pending": 2, "lines": ["Memory: 4 note(s) saved, 2 waiting."]}
-    off_loop(lambda: jobs.update(learn_status="done", learning=done))
+    with page.expect_event("load", timeout=15_000):
+        off_loop(lambda: jobs.update(learn_status="done", learning=done))
     wait_for(
         lambda: "Learned 4 notes, 2 waiting for your approval" in page.inner_text("#chat-imports"),
         timeout=15,

@@ -74,7 +74,8 @@ def test_export_progress_updates_without_a_reload(owner, live_server_url, browse
     assert loads == []
 
     # When the job ends the page reloads itself to show the outcome.
-    off_loop(lambda: jobs.update(status=ExportJob.Status.FAILED, error="Disk full."))
+    with page.expect_event("load", timeout=15_000):
+        off_loop(lambda: jobs.update(status=ExportJob.Status.FAILED, error="Disk full."))
     wait_for(
         lambda: "Disk full." in page.inner_text("#exports"),
         timeout=15,

@@ -1,5 +1,6 @@
-"""Statement budget of one memory write: at most five, the audit row included, on both
-vendors (issue 19). Counted through the services with the queries Django sends."""
+"""Statement budget of one memory write: at most five, the audit row, BEGIN and COMMIT
+included, on both vendors (issue 19). Counted through the services with the queries
+Django sends, outside any test transaction so the write's own BEGIN/COMMIT are real."""
 
 from __future__ import annotations
 
@@ -12,21 +13,18 @@ from memory.models import MemoryEntry, MemoryEvent, Source
 from memory.services import Provenance
 from tests.memory.conftest import chat_of, contents, set_profile
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 BUDGET = 5
 
 
 def _statements(call, **kwargs) -> list[str]:
+    assert connection.get_autocommit(), "the write must run its own transaction"
     with CaptureQueriesContext(connection) as ctx:
         call(**kwargs)
-    # Savepoints frame the service's atomic() inside the test's transaction; they are not
-    # statements the write itself issues (outside a test they are BEGIN/COMMIT).
-    return [
-        q["sql"]
-        for q in ctx.captured_queries
-        if not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO"))
-    ]
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert sql[0].startswith("BEGIN") and sql[-1] == "COMMIT", sql
+    return sql
 
 
 @pytest.fixture
@@ -68,7 +66,6 @@ def test_remove_fits_the_statement_budget(seeded):
     ).exists()
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_removed_entry_leaves_its_history_and_takes_its_proposals(owner):
     """The one-statement DELETE releases what Django's collector used to: the snapshots
     that showed the entry lose the link, its audit events keep their text, and the agent's

@@ -234,14 +234,18 @@ class UsageMonitor:
 def run_threads(
     *, user: Any, threads: int, ops: int, deferred: bool = False
 ) -> tuple[list[WorkerReport], UsageMonitor]:
-    reports: list[WorkerReport | None] = [None] * threads
+    # Each writer replaces its placeholder with its report; one that never did is an error.
+    reports = [WorkerReport(i, errors=["writer never reported"]) for i in range(threads)]
     start = threading.Barrier(threads)
 
     def work(i: int) -> None:
         start.wait()
-        reports[i] = run_worker(
-            user=user, worker=i, ops=ops, via=list(VIAS)[i % len(VIAS)], deferred=deferred
-        )
+        try:
+            reports[i] = run_worker(
+                user=user, worker=i, ops=ops, via=list(VIAS)[i % len(VIAS)], deferred=deferred
+            )
+        except Exception as exc:  # noqa: BLE001 - a writer that died is a failed run
+            reports[i] = WorkerReport(i, errors=[f"writer died: {type(exc).__name__}: {exc}"])
 
     pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     # A writer that holds the database lock needs the GIL back after every query; with 50
@@ -257,7 +261,7 @@ def run_threads(
                 t.join()
     finally:
         sys.setswitchinterval(interval)
-    return [r for r in reports if r is not None], monitor
+    return reports, monitor
 
 
 def problems(*, user: Any, reports: list[WorkerReport], limit: int, max_seen: int) -> list[str]:

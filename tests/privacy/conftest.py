@@ -229,7 +229,7 @@ def seed(user, tag: str) -> Seeded:
         user=user,
         content=(
             f"---\nname: deploy-{tag}\ndescription: Deploy the app ({m['skill']}).\n---\n\n"
-            f"# Steps\n\n1. Run the deploy for {m['skill']}.\n"
+            f"# Steps {m['skill']}\n\n1. Run the deploy for {m['skill']}.\n"
         ),
         category="devops",
     )

@@ -33,6 +33,9 @@ PUBLIC = {
     "password_reset_done",
     "api-schema",
     "logout",
+    # The login page's language switch (a cookie) and the strings of the scripts: no one's data.
+    "set_language",
+    "javascript_catalog",
 }
 #: URL kwargs that name another person's row, and how to get the victim's value.
 FOREIGN = {"session_id", "token_id", "user_id", "job_id", "entry_id", "name", "summary_id"}

@@ -120,5 +120,5 @@ def test_no_model_banner_says_how_to_try_the_scripted_model(owner, settings):
     browser.force_login(owner)
     html = browser.get("/chat/").content.decode()
     banner = html[html.index('id="no-model"') : html.index("</div>", html.index('id="no-model"'))]
-    assert "stop the site (Ctrl-C) and run <code>make demo</code>" in banner
+    assert "stop the site (<kbd>Ctrl-C</kbd>) and run <code>make demo</code>" in banner
     assert "<code>OPENAI_BASE_URL</code>" in banner and "<code>HERMES_MODEL</code>" in banner
