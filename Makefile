@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-requirements-dev
 # its own test database and Redis prefix.
 FAST_WORKERS ?= auto
 
-.PHONY: install install-dev run demo serve test test-fast lint format worker beat bench migrate clean vendor
+.PHONY: messages install install-dev run demo serve test test-fast lint format worker beat bench migrate clean vendor
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,3 +88,12 @@ vendor:
 
 clean:
 	rm -rf var/test_* .pytest_cache
+
+## make messages: collect the marked strings into locale/*/django.po (templates, Python) and
+## djangojs.po (static/js) and compile the .mo files (committed, so a fresh clone speaks
+## Chinese). Needs GNU gettext (Debian: gettext).
+MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=static/vendor
+messages: install
+	$(PY) manage.py makemessages -l zh_Hans $(MESSAGES_IGNORE) --no-obsolete
+	$(PY) manage.py makemessages -d djangojs -l zh_Hans $(MESSAGES_IGNORE) --no-obsolete
+	$(PY) manage.py compilemessages --ignore=.venv

@@ -8,6 +8,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from core.privacy.admin_base import OwnedModelAdmin
 
@@ -27,8 +29,13 @@ class ProfileAdmin(OwnedModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(OwnedModelAdmin):
     owner_field = "user"
-    list_display = ("name", "user", "prefix", "scopes", "created_at", "last_used_at")
+    list_display = ("name", "user", "prefix", "scope_codes", "created_at", "last_used_at")
     readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+
+    @admin.display(description=_("scopes"), ordering="scopes")
+    def scope_codes(self, obj: ApiToken) -> str:
+        # Scopes are identifiers (memory:read), shown as code in every language.
+        return format_html("<code>{}</code>", obj.scopes)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Keys are shown once, on the account page; the admin cannot display them.

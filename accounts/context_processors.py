@@ -5,6 +5,7 @@ import functools
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext_lazy as _
 
 from model_catalog.selectors import any_configured
 
@@ -13,15 +14,15 @@ from .models import Profile
 
 # (label, url name). Sections appear in the navigation once their app provides the URL.
 NAVIGATION = (
-    ("Dashboard", "dashboard"),
-    ("Chat", "chat"),
-    ("Sessions", "session_list"),
-    ("Memory", "memory_page"),
-    ("Inferences", "inference_list"),
-    ("Skills", "skill_list"),
-    ("Usage", "usage"),
-    ("Account", "account"),
-    ("Team", "team"),
+    (_("Dashboard"), "dashboard"),
+    (_("Chat"), "chat"),
+    (_("Sessions"), "session_list"),
+    (_("Memory"), "memory_page"),
+    (_("Inferences"), "inference_list"),
+    (_("Skills"), "skill_list"),
+    (_("Usage"), "usage"),
+    (_("Account"), "account"),
+    (_("Team"), "team"),
 )
 # Shown only to team admins (superusers and people with the "admin" role).
 ADMIN_ONLY = frozenset({"team"})
@@ -56,7 +57,10 @@ def _navigation(request: HttpRequest) -> list[dict[str, object]]:
 
 
 def _theme(request: HttpRequest) -> str:
-    theme = Profile.objects.filter(user=request.user).values_list("theme", flat=True).first()
+    if hasattr(request, "person_theme"):  # read by PersonLanguageMiddleware
+        theme = request.person_theme
+    else:
+        theme = Profile.objects.filter(user=request.user).values_list("theme", flat=True).first()
     return theme or Profile.Theme.SYSTEM
 
 

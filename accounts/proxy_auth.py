@@ -27,6 +27,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 
 from core.proxy import from_trusted_proxy
 
@@ -92,7 +93,7 @@ class ProxyHeaderBackend(RemoteUserBackend):
                 changed.append("email")
         if changed:
             user.save(update_fields=changed)
-        membership, _ = Membership.objects.get_or_create(user=user)
+        membership, _created = Membership.objects.get_or_create(user=user)
         groups = _header(request, settings.HERMES_AUTH_GROUPS_HEADER)
         if settings.HERMES_AUTH_ADMIN_GROUP and groups is not None:
             admin = settings.HERMES_AUTH_ADMIN_GROUP in groups_of(groups)
@@ -112,7 +113,7 @@ class ProxyHeaderBackend(RemoteUserBackend):
 def _refused(request: HttpRequest, status: int, reason: str) -> HttpResponse:
     body = render_to_string(
         "_error_page.html",
-        {"code": status, "heading": "Cannot sign you in", "reason": reason},
+        {"code": status, "heading": _("Cannot sign you in"), "reason": reason},
         request=request,
     )
     return HttpResponse(body, status=status)
@@ -145,27 +146,34 @@ class ProxyHeaderMiddleware:
             # Someone else signed in at the proxy: the previous person is logged out.
             auth.logout(request)
         if len(name) > 150:
-            return _refused(request, 400, "The sign-in name from the proxy is over 150 characters.")
+            return _refused(
+                request, 400, _("The sign-in name from the proxy is over 150 characters.")
+            )
         try:
             UnicodeUsernameValidator()(name)
         except ValidationError:
             return _refused(
                 request,
                 400,
-                f"The proxy signed you in as {name!r}, which is not a username here "
-                "(letters, digits and @ . + - _ only). Ask your administrator to send another "
-                "claim in the header.",
+                _(
+                    "The proxy signed you in as %(name)s, which is not a username here "
+                    "(letters, digits and @ . + - _ only). Ask your administrator to send "
+                    "another claim in the header."
+                )
+                % {"name": repr(name)},
             )
         user = ProxyHeaderBackend().authenticate(request, remote_user=name)
         if user is None:
             existing = get_user_model().objects.filter(username__iexact=name).first()
             if existing is not None:
-                reason = f"The account {existing.get_username()!r} is deactivated."
+                reason = _("The account %(name)s is deactivated. Ask a team admin.") % {
+                    "name": repr(existing.get_username())
+                }
             else:
-                reason = (
-                    f"There is no account called {name!r} here, and new accounts are not "
-                    "made at sign-in."
-                )
-            return _refused(request, 403, reason + " Ask a team admin.")
+                reason = _(
+                    "There is no account called %(name)s here, and new accounts are not made "
+                    "at sign-in. Ask a team admin."
+                ) % {"name": repr(name)}
+            return _refused(request, 403, reason)
         auth.login(request, user, backend=BACKEND)
         return None

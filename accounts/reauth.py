@@ -19,6 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 
 from core.exceptions import ServiceError
 
@@ -71,18 +72,20 @@ def confirm_without_password(
 ) -> None:
     """Refuse unless this session signed in recently and `confirm` is the username."""
     if not signed_in_recently(request):
-        how = (
-            f" with {settings.HERMES_OIDC_NAME}"
-            if request is not None and _can_sign_in_again(request)
-            else ""
-        )
-        raise ServiceError(
-            "sign_in_again",
-            f"You have no password here: sign in again{how} on the Account page, then delete "
-            f"your account within {RECENT_SECONDS // 60} minutes.",
-            status=403,
-        )
+        values = {"name": settings.HERMES_OIDC_NAME, "minutes": RECENT_SECONDS // 60}
+        if request is not None and _can_sign_in_again(request):
+            message = _(
+                "You have no password here: sign in again with %(name)s on the Account page, "
+                "then delete your account within %(minutes)s minutes."
+            )
+        else:
+            message = _(
+                "You have no password here: sign in again on the Account page, then delete "
+                "your account within %(minutes)s minutes."
+            )
+        raise ServiceError("sign_in_again", message % values, status=403)
     if not isinstance(confirm, str) or confirm.strip() != user.get_username():
         raise ServiceError(
-            "confirm_required", f"Type your username, {user.get_username()}, to confirm."
+            "confirm_required",
+            _("Type your username, %(username)s, to confirm.") % {"username": user.get_username()},
         )

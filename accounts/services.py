@@ -19,7 +19,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
+from django.utils.formats import number_format
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 
 from core.exceptions import NotFound, ServiceError
 
@@ -29,13 +31,13 @@ from .models import ApiToken, Membership, Profile, TokenScope
 
 
 def profile_get(*, user: AbstractBaseUser) -> Profile:
-    profile, _ = Profile.objects.get_or_create(user=user)
+    profile, _created = Profile.objects.get_or_create(user=user)
     return profile
 
 
 def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:
     if theme not in Profile.Theme.values:
-        raise ServiceError("invalid", "Choose System, Light or Dark.")
+        raise ServiceError("invalid", _("Choose System, Light or Dark."))
     profile = profile_get(user=user)
     profile.theme = theme
     profile.save(update_fields=["theme"])
@@ -49,18 +51,19 @@ def api_token_create(
     `scopes` are TokenScope values (None: all of them)."""
     name = name.strip()
     if not name:
-        raise ServiceError("invalid", "Give the token a name.")
+        raise ServiceError("invalid", _("Give the token a name."))
     if len(name) > 100:
-        raise ServiceError("invalid", "Token names are at most 100 characters.")
+        raise ServiceError("invalid", _("Token names are at most 100 characters."))
     chosen = TokenScope.values if scopes is None else list(dict.fromkeys(scopes))
     unknown = [s for s in chosen if s not in TokenScope.values]
     if unknown:
         raise ServiceError(
             "invalid",
-            f"Unknown scope {unknown[0]!r}. Scopes: {', '.join(TokenScope.values)}.",
+            _("Unknown scope %(scope)s. Scopes: %(scopes)s.")
+            % {"scope": repr(unknown[0]), "scopes": ", ".join(TokenScope.values)},
         )
     if not chosen:
-        raise ServiceError("invalid", "Choose at least one scope for the token.")
+        raise ServiceError("invalid", _("Choose at least one scope for the token."))
     key = ApiToken.generate_key()
     try:
         with transaction.atomic():
@@ -72,7 +75,9 @@ def api_token_create(
                 scopes=" ".join(chosen),
             )
     except IntegrityError:
-        raise ServiceError("duplicate", f"You already have a token named {name!r}.") from None
+        raise ServiceError(
+            "duplicate", _("You already have a token named %(name)s.") % {"name": repr(name)}
+        ) from None
     return token, key
 
 
@@ -87,9 +92,9 @@ def api_token_use(*, key: str) -> ApiToken | None:
 
 
 def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
-    deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
+    deleted, _rows = ApiToken.objects.filter(user=user, pk=token_id).delete()
     if not deleted:
-        raise ServiceError("not_found", "No such token.", status=404)
+        raise ServiceError("not_found", _("No such token."), status=404)
 
 
 def superuser_exists() -> bool:
@@ -139,7 +144,9 @@ def superuser_grant(*, username: str) -> Any:
 def _until(moment: datetime, now: datetime) -> str:
     minutes = max(1, round((moment - now).total_seconds() / 60))
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+    if hours:
+        return _("%(hours)s h %(minutes)s min") % {"hours": hours, "minutes": minutes}
+    return _("%(minutes)s min") % {"minutes": minutes}
 
 
 def quota_check(*, user: AbstractBaseUser) -> None:
@@ -155,12 +162,23 @@ def quota_check(*, user: AbstractBaseUser) -> None:
     start, resets_at = selectors.day_bounds(now)
     used = usage_meter().usage_since(user=user, since=start)
     local_reset = timezone.localtime(resets_at)
-    when = f"{local_reset:%H:%M} {local_reset.tzname()} (in {_until(resets_at, now)})"
+    when = _("%(time)s %(zone)s (in %(wait)s)") % {
+        "time": f"{local_reset:%H:%M}",
+        "zone": local_reset.tzname(),
+        "wait": _until(resets_at, now),
+    }
     if quota.messages and used.messages >= quota.messages:
         raise ServiceError(
             "quota_exceeded",
-            f"You have sent {used.messages:,} messages today; your daily limit is "
-            f"{quota.messages:,}. It resets at {when}.",
+            _(
+                "You have sent %(used)s messages today; your daily limit is %(limit)s. "
+                "It resets at %(when)s."
+            )
+            % {
+                "used": number_format(used.messages, force_grouping=True),
+                "limit": number_format(quota.messages, force_grouping=True),
+                "when": when,
+            },
             status=429,
             limit=quota.messages,
             used=used.messages,
@@ -169,8 +187,15 @@ def quota_check(*, user: AbstractBaseUser) -> None:
     if quota.tokens and used.tokens >= quota.tokens:
         raise ServiceError(
             "quota_exceeded",
-            f"Your answers used {used.tokens:,} tokens today; your daily limit is "
-            f"{quota.tokens:,} tokens. It resets at {when}.",
+            _(
+                "Your answers used %(used)s tokens today; your daily limit is %(limit)s "
+                "tokens. It resets at %(when)s."
+            )
+            % {
+                "used": number_format(used.tokens, force_grouping=True),
+                "limit": number_format(quota.tokens, force_grouping=True),
+                "when": when,
+            },
             status=429,
             limit=quota.tokens,
             used=used.tokens,
@@ -196,7 +221,7 @@ def access_member(*, actor: Any, user_id: int) -> Any:
         raise NotFound("person")
     if user.is_superuser and not actor.is_superuser:
         raise ServiceError(
-            "forbidden", "Only a superuser can change a superuser's account.", status=403
+            "forbidden", _("Only a superuser can change a superuser's account."), status=403
         )
     return user
 
@@ -207,13 +232,13 @@ def _check_passwords_on() -> None:
     if not settings.HERMES_PASSWORD_LOGIN:
         raise ServiceError(
             "password_login_off",
-            "Password sign-in is off: people get their account the first time they sign in.",
+            _("Password sign-in is off: people get their account the first time they sign in."),
             status=409,
         )
 
 
 def _membership(user: Any) -> Membership:
-    membership, _ = Membership.objects.get_or_create(user=user)
+    membership, _created = Membership.objects.get_or_create(user=user)
     return membership
 
 
@@ -235,24 +260,28 @@ def member_create(
     username = (username or "").strip()
     email = (email or "").strip()
     if not username:
-        raise ServiceError("invalid", "Give the person a username.")
+        raise ServiceError("invalid", _("Give the person a username."))
     if len(username) > 150:
-        raise ServiceError("invalid", "Usernames are at most 150 characters.")
+        raise ServiceError("invalid", _("Usernames are at most 150 characters."))
     try:
         UnicodeUsernameValidator()(username)
     except ValidationError:
         raise ServiceError(
-            "invalid", "Usernames may contain letters, digits and @ . + - _ only."
+            "invalid", _("Usernames may contain letters, digits and @ . + - _ only.")
         ) from None
     if email:
         try:
             validate_email(email)
         except ValidationError:
-            raise ServiceError("invalid", f"{email!r} is not an email address.") from None
+            raise ServiceError(
+                "invalid", _("%(email)s is not an email address.") % {"email": repr(email)}
+            ) from None
     if role not in Membership.Role.values:
-        raise ServiceError("invalid", "The role is admin or member.")
+        raise ServiceError("invalid", _("The role is admin or member."))
     if User.objects.filter(username__iexact=username).exists():
-        raise ServiceError("duplicate", f"There is already someone called {username!r}.")
+        raise ServiceError(
+            "duplicate", _("There is already someone called %(name)s.") % {"name": repr(username)}
+        )
     try:
         with transaction.atomic():
             user = User(username=username, email=email)
@@ -260,7 +289,9 @@ def member_create(
             user.save()
             Membership.objects.create(user=user, role=role, invited_by=actor)
     except IntegrityError:
-        raise ServiceError("duplicate", f"There is already someone called {username!r}.") from None
+        raise ServiceError(
+            "duplicate", _("There is already someone called %(name)s.") % {"name": repr(username)}
+        ) from None
     return user, set_password_path(user)
 
 
@@ -269,7 +300,9 @@ def member_invite_link(*, actor: Any, user_id: int) -> str:
     user = access_member(actor=actor, user_id=user_id)
     _check_passwords_on()
     if user.has_usable_password():
-        raise ServiceError("has_password", "This person already has a password; reset it instead.")
+        raise ServiceError(
+            "has_password", _("This person already has a password; reset it instead.")
+        )
     return set_password_path(user)
 
 
@@ -279,7 +312,9 @@ def member_password_reset(*, actor: Any, user_id: int) -> str:
     user = access_member(actor=actor, user_id=user_id)
     _check_passwords_on()
     if user.pk == actor.pk:
-        raise ServiceError("forbidden", "Change your own password on the Account page.", status=403)
+        raise ServiceError(
+            "forbidden", _("Change your own password on the Account page."), status=403
+        )
     with transaction.atomic():
         user.set_unusable_password()
         user.save(update_fields=["password"])
@@ -289,7 +324,7 @@ def member_password_reset(*, actor: Any, user_id: int) -> str:
 def member_set_active(*, actor: Any, user_id: int, active: bool) -> Any:
     user = access_member(actor=actor, user_id=user_id)
     if user.pk == actor.pk and not active:
-        raise ServiceError("forbidden", "You cannot deactivate your own account.", status=403)
+        raise ServiceError("forbidden", _("You cannot deactivate your own account."), status=403)
     if user.is_active != active:
         with transaction.atomic():
             user.is_active = active
@@ -301,10 +336,10 @@ def member_set_active(*, actor: Any, user_id: int, active: bool) -> Any:
 def member_set_role(*, actor: Any, user_id: int, role: str) -> Membership:
     user = access_member(actor=actor, user_id=user_id)
     if role not in Membership.Role.values:
-        raise ServiceError("invalid", "The role is admin or member.")
+        raise ServiceError("invalid", _("The role is admin or member."))
     if user.pk == actor.pk and role != Membership.Role.ADMIN and not actor.is_superuser:
         raise ServiceError(
-            "forbidden", "You cannot remove your own admin role; ask another admin.", status=403
+            "forbidden", _("You cannot remove your own admin role; ask another admin."), status=403
         )
     with transaction.atomic():
         membership = _membership(user)
@@ -318,7 +353,9 @@ def _limit(value: Any, name: str) -> int | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ServiceError("invalid", f"The {name} limit is a whole number, 0 or more.")
+        if name == "message":
+            raise ServiceError("invalid", _("The message limit is a whole number, 0 or more."))
+        raise ServiceError("invalid", _("The token limit is a whole number, 0 or more."))
     return value
 
 
@@ -346,5 +383,5 @@ def login_sessions_expire() -> int:
     many."""
     from django.contrib.sessions.models import Session as LoginSession
 
-    deleted, _ = LoginSession.objects.filter(expire_date__lt=timezone.now()).delete()
+    deleted, _rows = LoginSession.objects.filter(expire_date__lt=timezone.now()).delete()
     return deleted

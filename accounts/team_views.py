@@ -11,6 +11,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils import translation
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
@@ -19,6 +23,7 @@ from core.middleware import errors_back_to
 from . import selectors, services
 from .forms import MemberCreateForm, MemberQuotaForm, MemberRoleForm
 from .mail import mail_enabled, mail_send, site_origin
+from .models import Profile
 
 _LINK_KEY = "team_link"
 
@@ -37,6 +42,8 @@ def _hand_out(request: HttpRequest, *, user, kind: str, path: str) -> None:
     if mail_enabled() and user.email:
         sent = mail_send(
             to=user.email,
+            recipient=user.pk,
+            language=None if _language_known(user) else translation.get_language(),
             template=kind,
             context={
                 "url": url,
@@ -55,6 +62,12 @@ def _hand_out(request: HttpRequest, *, user, kind: str, path: str) -> None:
     }
 
 
+def _language_known(user) -> bool:
+    """Whether the site knows what `user` reads (chosen, or seen from their browser). A
+    person just added does not yet: their invitation is in the language of who adds them."""
+    return Profile.objects.filter(user=user).exclude(language="", browser_language="").exists()
+
+
 def _link_days() -> int:
     return max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)
 
@@ -63,6 +76,24 @@ def _defaults() -> dict[str, int]:
     return {
         "messages": settings.HERMES_DAILY_MESSAGE_LIMIT,
         "tokens": settings.HERMES_DAILY_TOKEN_LIMIT,
+    }
+
+
+def _defaults_text() -> dict[str, str]:
+    """The team defaults in words: "1,000 messages" / "no message limit"."""
+    messages_limit, tokens_limit = (
+        settings.HERMES_DAILY_MESSAGE_LIMIT,
+        settings.HERMES_DAILY_TOKEN_LIMIT,
+    )
+    return {
+        "messages": ngettext("%(n)s message", "%(n)s messages", messages_limit)
+        % {"n": number_format(messages_limit, force_grouping=True)}
+        if messages_limit
+        else _("no message limit"),
+        "tokens": ngettext("%(n)s token", "%(n)s tokens", tokens_limit)
+        % {"n": number_format(tokens_limit, force_grouping=True)}
+        if tokens_limit
+        else _("no token limit"),
     }
 
 
@@ -77,7 +108,7 @@ def team(request: HttpRequest) -> HttpResponse:
             form.add_error("username" if exc.code == "duplicate" else None, exc.message)
         else:
             _hand_out(request, user=user, kind="invitation", path=path)
-            messages.success(request, f"{user.get_username()} was added.")
+            messages.success(request, _("%(name)s was added.") % {"name": user.get_username()})
             return redirect("team")
     members = selectors.team_members()
     return render(
@@ -88,6 +119,7 @@ def team(request: HttpRequest) -> HttpResponse:
             "members": members,
             "active_count": sum(1 for m in members if m.user.is_active),
             "defaults": _defaults(),
+            "defaults_text": _defaults_text(),
             "link": request.session.pop(_LINK_KEY, None),
             "link_days": _link_days(),
             "day_resets_at": selectors.day_bounds()[1],
@@ -116,8 +148,10 @@ def _quota_form(row: selectors.MemberRow) -> MemberQuotaForm:
         ("daily_message_limit", settings.HERMES_DAILY_MESSAGE_LIMIT),
         ("daily_token_limit", settings.HERMES_DAILY_TOKEN_LIMIT),
     ):
-        shown = f"{default:,}" if default else "no limit"
-        form.fields[name].widget.attrs["placeholder"] = f"team default ({shown})"
+        shown = number_format(default, force_grouping=True) if default else _("no limit")
+        form.fields[name].widget.attrs["placeholder"] = _("team default (%(shown)s)") % {
+            "shown": shown
+        }
     return form
 
 
@@ -134,6 +168,7 @@ def member(request: HttpRequest, user_id: int) -> HttpResponse:
             "role_form": MemberRoleForm(initial={"role": "admin" if row.is_admin else "member"}),
             "quota_form": _quota_form(row),
             "defaults": _defaults(),
+            "defaults_text": _defaults_text(),
             "link": request.session.pop(_LINK_KEY, None),
             "link_days": _link_days(),
         },
@@ -160,14 +195,14 @@ def member_role(request: HttpRequest, user_id: int) -> HttpResponse:
     form = MemberRoleForm(request.POST)
     if not form.is_valid():
         _require_admin(request)
-        messages.error(request, "Choose admin or member.")
+        messages.error(request, _("Choose admin or member."))
         return redirect("team_member", user_id=user_id)
     role = form.cleaned_data["role"]
     return _act(
         request,
         user_id,
         lambda: services.member_set_role(actor=request.user, user_id=user_id, role=role),
-        "Role saved.",
+        _("Role saved."),
     )
 
 
@@ -178,7 +213,7 @@ def member_quota(request: HttpRequest, user_id: int) -> HttpResponse:
     form = MemberQuotaForm(request.POST)
     if not form.is_valid():
         _require_admin(request)
-        messages.error(request, "Limits are whole numbers, 0 or more (empty: team default).")
+        messages.error(request, _("Limits are whole numbers, 0 or more (empty: team default)."))
         return redirect("team_member", user_id=user_id)
     data = form.cleaned_data
     return _act(
@@ -190,7 +225,7 @@ def member_quota(request: HttpRequest, user_id: int) -> HttpResponse:
             daily_message_limit=data["daily_message_limit"],
             daily_token_limit=data["daily_token_limit"],
         ),
-        "Quotas saved.",
+        _("Quotas saved."),
     )
 
 
@@ -203,7 +238,9 @@ def member_active(request: HttpRequest, user_id: int) -> HttpResponse:
         request,
         user_id,
         lambda: services.member_set_active(actor=request.user, user_id=user_id, active=active),
-        "Account reactivated." if active else "Account deactivated; their open tabs are closed.",
+        _("Account reactivated.")
+        if active
+        else _("Account deactivated; their open tabs are closed."),
     )
 
 
@@ -216,7 +253,7 @@ def member_reset(request: HttpRequest, user_id: int) -> HttpResponse:
         user = services.access_member(actor=request.user, user_id=user_id)
         _hand_out(request, user=user, kind="reset", path=path)
 
-    return _act(request, user_id, reset, "The old password no longer works.")
+    return _act(request, user_id, reset, _("The old password no longer works."))
 
 
 @login_required
@@ -243,5 +280,5 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
 
     def form_valid(self, form):
         response = super().form_valid(form)
-        messages.success(self.request, "Your password is set. Welcome!")
+        messages.success(self.request, _("Your password is set. Welcome!"))
         return response

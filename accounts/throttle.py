@@ -25,6 +25,8 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from core.exceptions import ServiceError
 from core.proxy import client_ip
@@ -131,7 +133,9 @@ def attempt_succeeded(limits: list[Limit]) -> None:
 
 def wait_in_words(seconds: int) -> str:
     minutes = max(1, round(seconds / 60))
-    return "a minute" if minutes == 1 else f"{minutes} minutes"
+    if minutes == 1:
+        return _("a minute")
+    return ngettext("%(n)s minute", "%(n)s minutes", minutes) % {"n": minutes}
 
 
 def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, password: str) -> bool:
@@ -143,7 +147,8 @@ def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, pas
     if retry_after:
         raise ServiceError(
             "too_many_attempts",
-            f"Too many password attempts — try again in {wait_in_words(retry_after)}.",
+            _("Too many password attempts — try again in %(wait)s.")
+            % {"wait": wait_in_words(retry_after)},
             status=429,
             retry_after=retry_after,
         )
@@ -156,7 +161,7 @@ def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, pas
 def throttle_prune(*, now: datetime | None = None) -> int:
     """Delete rows whose window and lockout are both over (periodic housekeeping)."""
     now = now or timezone.now()
-    deleted, _ = (
+    deleted, _rows = (
         LoginThrottle.objects.filter(window_started_at__lt=now - _window())
         .exclude(locked_until__gt=now)
         .delete()

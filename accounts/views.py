@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from core.exceptions import ServiceError
@@ -19,7 +20,13 @@ from core.middleware import errors_back_to
 
 from . import reauth, services, throttle
 from .account_page import account_sections_context
-from .forms import ProfileForm, SignupForm, ThrottledPasswordChangeForm, TokenCreateForm
+from .forms import (
+    PasswordResetMailForm,
+    ProfileForm,
+    SignupForm,
+    ThrottledPasswordChangeForm,
+    TokenCreateForm,
+)
 from .mail import SITE_NAME, mail_enabled, site_origin
 
 
@@ -74,6 +81,7 @@ class PasswordResetView(auth_views.PasswordResetView):
     a mail server the page says to ask the team's administrator."""
 
     template_name = "registration/password_reset_form.html"
+    form_class = PasswordResetMailForm
     subject_template_name = "mail/password_reset_subject.txt"
     email_template_name = "mail/password_reset.txt"
     success_url = reverse_lazy("password_reset_done")
@@ -108,7 +116,7 @@ def account(request: HttpRequest) -> HttpResponse:
     form = ProfileForm(request.POST or None, instance=profile)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Settings saved.")
+        messages.success(request, _("Settings saved."))
         return redirect("account")
     return render(
         request,
@@ -162,7 +170,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
         # Shown once on the next page, then gone from the session.
         request.session["new_api_token"] = key
     elif "name" in form.errors:
-        messages.error(request, "Give the token a name (at most 100 characters).")
+        messages.error(request, _("Give the token a name (at most 100 characters)."))
     else:
         messages.error(request, form.errors["scopes"][0])
     return redirect("account")
@@ -172,7 +180,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     services.api_token_revoke(user=request.user, token_id=token_id)
-    messages.success(request, "Token revoked.")
+    messages.success(request, _("Token revoked."))
     return redirect("account")
 
 

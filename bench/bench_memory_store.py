@@ -1,6 +1,8 @@
 """L1 memory store: latency of add / replace / remove, and throughput with 50 concurrent
 writers on one user's memory (the issue's 50 threads × 200 operations, correctness checked
-as in tests/memory/test_concurrency.py).
+as in tests/memory/test_concurrency.py); beside them the SQL statements each operation sends
+and the floor any durable write has on this machine: one INSERT committed alone (on
+PostgreSQL with synchronous_commit on, the WAL flush is nearly all of it).
 
     python -m bench memory_store                 # SQLite and PostgreSQL
     python -m bench memory_store --vendor sqlite
@@ -44,7 +46,54 @@ def _latencies() -> dict[str, Any]:
         with stopwatch() as elapsed:
             services.memory_remove(user=user, target="memory", old_text=f"Round {i:04d}:")
         samples["remove"].append(elapsed())
-    return {name: percentiles(values) for name, values in samples.items()}
+    figures = {name: percentiles(values) for name, values in samples.items()}
+    figures["statements"] = _statements(user)
+    return figures
+
+
+def _statements(user) -> dict[str, int]:
+    """SQL statements of one add, replace and remove (transaction control not counted)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory import services
+
+    counted = {}
+    operations = {
+        "add": lambda: services.memory_add(user=user, target="memory", content="Counted entry"),
+        "replace": lambda: services.memory_replace(
+            user=user, target="memory", old_text="Counted entry", content="Counted entry!"
+        ),
+        "remove": lambda: services.memory_remove(
+            user=user, target="memory", old_text="Counted entry"
+        ),
+    }
+    for name, operation in operations.items():
+        with CaptureQueriesContext(connection) as captured:
+            operation()
+        counted[name] = sum(
+            not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))
+            for q in captured.captured_queries
+        )
+    return counted
+
+
+def _commit_floor() -> dict[str, float]:
+    """One INSERT in its own transaction, committed: what any durable write costs here."""
+    from django.db import connection, transaction
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE bench_commit_floor (n integer)")
+    samples = []
+    try:
+        for i in range(ROUNDS):
+            with stopwatch() as elapsed, transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("INSERT INTO bench_commit_floor (n) VALUES (%s)", [i])
+            samples.append(elapsed())
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE bench_commit_floor")
+    return percentiles(samples)
 
 
 def _contended() -> dict[str, Any]:
@@ -84,6 +133,7 @@ def run(vendor: str) -> dict[str, Any]:
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     return {
         "latency_ms": _latencies(),
+        "commit_floor_ms": _commit_floor(),
         "list_size": LIST_SIZE,
         "contended": _contended(),
     }

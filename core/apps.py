@@ -9,3 +9,8 @@ class CoreConfig(AppConfig):
 
     name = "core"
     verbose_name = "Hermes Web"
+
+    def ready(self) -> None:
+        from .admin_strings import boolean_icons_translate
+
+        boolean_icons_translate()

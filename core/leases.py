@@ -39,6 +39,7 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,12 @@ _held_lock = threading.Lock()
 class LeaseFields(models.Model):
     """The two lease columns, for a model that is worked on by one holder at a time."""
 
-    lease_owner = models.CharField(max_length=OWNER_MAX, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(
+        verbose_name=_("lease owner"), max_length=OWNER_MAX, blank=True, default=""
+    )
+    lease_expires_at = models.DateTimeField(
+        verbose_name=_("lease expires at"), null=True, blank=True
+    )
 
     class Meta:
         abstract = True

@@ -10,6 +10,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core.exceptions import ServiceError
 from core.privacy.admin_base import OwnedModelAdmin
@@ -44,7 +47,7 @@ class MemoryEntryAdminForm(forms.ModelForm):
         instance = self.instance
         if instance.pk and instance.is_pending:
             raise forms.ValidationError(
-                "This entry waits for approval; use the Approve or Reject actions."
+                _("This entry waits for approval; use the Approve or Reject actions.")
             )
         owner = instance.owner if instance.pk else cleaned.get("owner") or self.request.user
         # The write happens here, not in save_model: only clean() can turn a refusal into
@@ -100,7 +103,7 @@ class MemoryEntryAdmin(OwnedModelAdmin):
         "updated_at",
     )
 
-    @admin.display(description="content")
+    @admin.display(description=_("content"))
     def short_content(self, obj: MemoryEntry) -> str:
         return obj.content if len(obj.content) <= 80 else obj.content[:79] + "…"
 
@@ -141,7 +144,7 @@ class MemoryEntryAdmin(OwnedModelAdmin):
         for obj in queryset.select_related("owner"):
             self.delete_model(request, obj)
 
-    @admin.action(description="Approve selected pending entries")
+    @admin.action(description=_("Approve selected pending entries"))
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
         done = 0
         for obj in queryset.filter(status=MemoryEntry.Status.PENDING).select_related("owner"):
@@ -152,9 +155,15 @@ class MemoryEntryAdmin(OwnedModelAdmin):
                 done += 1
             except ServiceError as exc:
                 self.message_user(request, f"{obj}: {exc.message}", level=messages.ERROR)
-        self.message_user(request, f"Approved {done} pending entr{'y' if done == 1 else 'ies'}.")
+        self.message_user(
+            request,
+            ngettext(
+                "Approved %(count)d pending entry.", "Approved %(count)d pending entries.", done
+            )
+            % {"count": done},
+        )
 
-    @admin.action(description="Reject selected pending entries")
+    @admin.action(description=_("Reject selected pending entries"))
     def reject_selected(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
         done = 0
         for obj in queryset.filter(status=MemoryEntry.Status.PENDING).select_related("owner"):
@@ -162,7 +171,13 @@ class MemoryEntryAdmin(OwnedModelAdmin):
                 user=obj.owner, entry_id=obj.pk, provenance=_provenance(request)
             )
             done += 1
-        self.message_user(request, f"Rejected {done} pending entr{'y' if done == 1 else 'ies'}.")
+        self.message_user(
+            request,
+            ngettext(
+                "Rejected %(count)d pending entry.", "Rejected %(count)d pending entries.", done
+            )
+            % {"count": done},
+        )
 
 
 class ReadOnlyAdmin(OwnedModelAdmin):
@@ -185,7 +200,7 @@ class MemoryEventAdmin(ReadOnlyAdmin):
     search_fields = ("before", "after", "detail")
     list_select_related = ("owner",)
 
-    @admin.display(description="text")
+    @admin.display(description=_("text"))
     def short_after(self, obj: MemoryEvent) -> str:
         text = obj.after or obj.before
         return text if len(text) <= 80 else text[:79] + "…"
@@ -201,3 +216,9 @@ class SessionMemorySnapshotAdmin(ReadOnlyAdmin):
     owner_field = "session__owner"
     list_display = ("session", "created_at")
     list_select_related = ("session",)
+    fields = ("session", "rendered_text", "entries", "created_at")
+
+    @admin.display(description=_("rendered"))
+    def rendered_text(self, obj: SessionMemorySnapshot) -> str:
+        # The text frozen into the system prompt, as the model read it.
+        return format_html("<pre>{}</pre>", obj.rendered)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
-    verbose_name = "Memory"
+    verbose_name = _("Memory")
 
     def ready(self) -> None:
         from sessions_app.agent.extensions import (

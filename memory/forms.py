@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .models import Target
 
@@ -12,26 +13,26 @@ class EntryForm(forms.Form):
     content = forms.CharField(
         strip=False,
         widget=forms.Textarea(attrs={"rows": 3, "data-counter": ""}),
-        label="Entry",
-        error_messages={"required": "Content cannot be empty."},
+        label=_("Entry"),
+        error_messages={"required": _("Content cannot be empty.")},
     )
 
 
 class ImportForm(forms.Form):
-    target = forms.ChoiceField(choices=Target.choices, label="Into")
+    target = forms.ChoiceField(choices=Target.choices, label=_("Into"))
     mode = forms.ChoiceField(
         choices=[
-            ("merge", "Add the entries I don't have yet"),
-            ("replace", "Make the list match the file (removes entries not in it)"),
+            ("merge", _("Add the entries I don't have yet")),
+            ("replace", _("Make the list match the file (removes entries not in it)")),
         ],
         initial="merge",
         widget=forms.RadioSelect,
-        label="How",
+        label=_("How"),
     )
-    file = forms.FileField(required=False, label="MEMORY.md or USER.md file")
+    file = forms.FileField(required=False, label=_("MEMORY.md or USER.md file"))
     text = forms.CharField(
         required=False,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 4}),
-        label="…or paste its text (entries separated by a line with only §)",
+        label=_("…or paste its text (entries separated by a line with only §)"),
     )

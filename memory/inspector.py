@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext as _
 
 from sessions_app.models import Session
 
@@ -50,8 +51,9 @@ def memory_inspector_context(
         "flush_events": [e for e in events if e.source == Source.FLUSH],
         "flushed": flushed,
         "recall_source": (
-            f"the memory provider “{provider}” (HERMES_MEMORY_PROVIDER)"
+            _("the memory provider “%(provider)s” (HERMES_MEMORY_PROVIDER)")
+            % {"provider": provider}
             if provider
-            else "no external memory provider (none is configured now)"
+            else _("no external memory provider (none is configured now)")
         ),
     }

@@ -8,19 +8,30 @@ carries provenance and every change leaves an audit event. All writes go through
 from __future__ import annotations
 
 import hashlib
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+# The inference models are defined by their sub-domain and found by Django here.
+from .inferences.models import (  # noqa: F401
+    Inference,
+    InferenceCategory,
+    InferenceSettings,
+    InferenceState,
+    InferenceTombstone,
+    InferenceUse,
+)
 
 ENTRY_DELIMITER = "\n§\n"
 
 
 class Target(models.TextChoices):
-    MEMORY = "memory", "Agent notes"
-    USER = "user", "About you"
+    MEMORY = "memory", _("Agent notes")
+    USER = "user", _("About you")
 
 
 class Source(models.TextChoices):
@@ -29,15 +40,15 @@ class Source(models.TextChoices):
     client (another agent holding one of the person's API tokens), or the review of an
     imported ChatGPT/Claude history (the import's "Let Hermes learn from this history")."""
 
-    TOOL = "tool", "Chat"
-    REVIEW = "review", "Background review"
-    FLUSH = "flush", "Compression flush"
-    MANUAL = "manual", "Memory page"
-    IMPORT = "import", "Import"
-    API = "api", "REST API"
-    ADMIN = "admin", "Admin"
-    MCP = "mcp", "MCP"
-    IMPORT_REVIEW = "import_review", "Learned from imported history"
+    TOOL = "tool", _("Chat")
+    REVIEW = "review", _("Background review")
+    FLUSH = "flush", _("Compression flush")
+    MANUAL = "manual", _("Memory page")
+    IMPORT = "import", _("Import")
+    API = "api", _("REST API")
+    ADMIN = "admin", _("Admin")
+    MCP = "mcp", _("MCP")
+    IMPORT_REVIEW = "import_review", _("Learned from imported history")
 
 
 #: Sources that are the agent acting on its own; approval mode stages their writes.
@@ -69,45 +80,61 @@ class MemoryEntry(models.Model):
     """
 
     class Status(models.TextChoices):
-        ACTIVE = "active", "Active"
-        PENDING = "pending", "Waiting for approval"
+        ACTIVE = "active", _("Active")
+        PENDING = "pending", _("Waiting for approval")
 
     class PendingAction(models.TextChoices):
         NONE = "", "—"
-        ADD = "add", "Add"
-        REPLACE = "replace", "Replace"
-        REMOVE = "remove", "Remove"
+        ADD = "add", _("Add")
+        REPLACE = "replace", _("Replace")
+        REMOVE = "remove", _("Remove")
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_entries"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="memory_entries",
     )
-    target = models.CharField(max_length=8, choices=Target.choices)
-    content = models.TextField()
+    target = models.CharField(verbose_name=_("target"), max_length=8, choices=Target.choices)
+    content = models.TextField(verbose_name=_("content"))
     # Uniqueness of an active entry's text is enforced on this digest: PostgreSQL cannot
     # index arbitrarily long text in a btree.
-    content_hash = models.CharField(max_length=64, editable=False)
-    order = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACTIVE)
+    content_hash = models.CharField(verbose_name=_("content hash"), max_length=64, editable=False)
+    order = models.PositiveIntegerField(verbose_name=_("order"), default=0)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=8, choices=Status.choices, default=Status.ACTIVE
+    )
     pending_action = models.CharField(
-        max_length=8, choices=PendingAction.choices, blank=True, default=""
+        verbose_name=_("pending action"),
+        max_length=8,
+        choices=PendingAction.choices,
+        blank=True,
+        default="",
     )
     pending_of = models.ForeignKey(
         "self",
+        verbose_name=_("pending of"),
         on_delete=models.CASCADE,
         null=True,
         blank=True,
         related_name="proposals",
-        help_text="The entry a proposed replace/remove would change.",
+        help_text=_("The entry a proposed replace/remove would change."),
     )
     source = models.CharField(
-        max_length=SOURCE_MAX_LENGTH, choices=Source.choices, default=Source.MANUAL
+        verbose_name=_("source"),
+        max_length=SOURCE_MAX_LENGTH,
+        choices=Source.choices,
+        default=Source.MANUAL,
     )
     #: Which writer of the source: with "mcp" the name of the API token the client used;
     #: with "import_review" the id of the chat import (privacy.ChatImportJob) whose learning
     #: wrote it (memory.provenance reads it).
-    source_client = models.CharField(max_length=100, blank=True, default="")
+    source_client = models.CharField(
+        verbose_name=_("source client"), max_length=100, blank=True, default=""
+    )
     source_session = models.ForeignKey(
         "sessions_app.Session",
+        verbose_name=_("source session"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -115,20 +142,21 @@ class MemoryEntry(models.Model):
     )
     source_message = models.ForeignKey(
         "sessions_app.Message",
+        verbose_name=_("source message"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="memory_entries",
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(verbose_name=_("created at"), default=timezone.now)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), default=timezone.now)
 
     objects = MemoryEntryQuerySet.as_manager()
 
     class Meta:
         ordering = ["target", "order", "id"]
-        verbose_name = "memory entry"
-        verbose_name_plural = "memory entries"
+        verbose_name = _("memory entry")
+        verbose_name_plural = _("memory entries")
         indexes = [
             models.Index(
                 fields=["owner", "target", "status", "order"], name="memory_entry_list_idx"
@@ -171,81 +199,106 @@ class MemoryAnchor(models.Model):
     """
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_anchors"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="memory_anchors",
     )
-    target = models.CharField(max_length=8, choices=Target.choices)
-    version = models.PositiveBigIntegerField(default=0)
-    updated_at = models.DateTimeField(default=timezone.now)
+    target = models.CharField(verbose_name=_("target"), max_length=8, choices=Target.choices)
+    version = models.PositiveBigIntegerField(verbose_name=_("version"), default=0)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), default=timezone.now)
 
     class Meta:
+        verbose_name = _("memory anchor")
+        verbose_name_plural = _("memory anchors")
         constraints = [
             models.UniqueConstraint(fields=["owner", "target"], name="memory_anchor_unique"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.owner} / {self.target} v{self.version}"
+        return f"{self.owner} / {self.get_target_display()} v{self.version}"
 
 
 class MemoryEvent(models.Model):
     """The audit log: every accepted, staged, refused or blocked memory write."""
 
     class Action(models.TextChoices):
-        ADD = "add", "Add"
-        REPLACE = "replace", "Replace"
-        REMOVE = "remove", "Remove"
-        IMPORT = "import", "Import"
-        APPROVE = "approve", "Approve"
-        REJECT = "reject", "Reject"
+        ADD = "add", _("Add")
+        REPLACE = "replace", _("Replace")
+        REMOVE = "remove", _("Remove")
+        IMPORT = "import", _("Import")
+        APPROVE = "approve", _("Approve")
+        REJECT = "reject", _("Reject")
 
     class Verdict(models.TextChoices):
-        ACCEPTED = "accepted", "Saved"
-        STAGED = "staged", "Waiting for approval"
-        REJECTED = "rejected", "Rejected by you"
-        REFUSED = "refused", "Refused"
-        BLOCKED = "blocked", "Blocked by the scanner"
+        ACCEPTED = "accepted", _("Saved")
+        STAGED = "staged", _("Waiting for approval")
+        REJECTED = "rejected", _("Rejected by you")
+        REFUSED = "refused", _("Refused")
+        BLOCKED = "blocked", _("Blocked by the scanner")
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="memory_events",
     )
     #: The person who made the change (the owner, or an administrator in the admin).
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("actor"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
     )
-    source = models.CharField(max_length=SOURCE_MAX_LENGTH, choices=Source.choices)
-    #: As on MemoryEntry: the MCP token's name, or the chat import's id.
-    source_client = models.CharField(max_length=100, blank=True, default="")
-    action = models.CharField(max_length=8, choices=Action.choices)
-    target = models.CharField(max_length=8, choices=Target.choices)
-    entry = models.ForeignKey(
-        MemoryEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="events"
+    source = models.CharField(
+        verbose_name=_("source"), max_length=SOURCE_MAX_LENGTH, choices=Source.choices
     )
-    before = models.TextField(blank=True, default="")
-    after = models.TextField(blank=True, default="")
-    verdict = models.CharField(max_length=8, choices=Verdict.choices)
-    detail = models.TextField(blank=True, default="")
+    #: As on MemoryEntry: the MCP token's name, or the chat import's id.
+    source_client = models.CharField(
+        verbose_name=_("source client"), max_length=100, blank=True, default=""
+    )
+    action = models.CharField(verbose_name=_("action"), max_length=8, choices=Action.choices)
+    target = models.CharField(verbose_name=_("target"), max_length=8, choices=Target.choices)
+    entry = models.ForeignKey(
+        MemoryEntry,
+        verbose_name=_("entry"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="events",
+    )
+    before = models.TextField(verbose_name=_("before"), blank=True, default="")
+    after = models.TextField(verbose_name=_("after"), blank=True, default="")
+    verdict = models.CharField(verbose_name=_("verdict"), max_length=8, choices=Verdict.choices)
+    detail = models.TextField(verbose_name=_("detail"), blank=True, default="")
     #: Scanner finding ids, comma-separated, for blocked writes.
-    findings = models.CharField(max_length=500, blank=True, default="")
+    findings = models.CharField(verbose_name=_("findings"), max_length=500, blank=True, default="")
     session = models.ForeignKey(
         "sessions_app.Session",
+        verbose_name=_("session"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="memory_events",
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(verbose_name=_("created at"), default=timezone.now)
 
     class Meta:
+        verbose_name = _("memory event")
+        verbose_name_plural = _("memory events")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="memory_event_owner_time_idx"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.target} ({self.verdict})"
+        return gettext("%(action)s %(target)s (%(verdict)s)") % {
+            "action": self.get_action_display(),
+            "target": self.get_target_display(),
+            "verdict": self.get_verdict_display(),
+        }
 
     @property
     def finding_ids(self) -> list[str]:
@@ -257,216 +310,43 @@ class SessionMemorySnapshot(models.Model):
     showed, so "which sessions saw this entry" has an answer after the fact."""
 
     session = models.ForeignKey(
-        "sessions_app.Session", on_delete=models.CASCADE, related_name="memory_snapshots"
+        "sessions_app.Session",
+        verbose_name=_("session"),
+        on_delete=models.CASCADE,
+        related_name="memory_snapshots",
     )
-    rendered = models.TextField(blank=True, default="")
-    entries = models.ManyToManyField(MemoryEntry, blank=True, related_name="snapshots")
-    created_at = models.DateTimeField(default=timezone.now)
+    rendered = models.TextField(verbose_name=_("rendered"), blank=True, default="")
+    entries = models.ManyToManyField(
+        MemoryEntry, verbose_name=_("entries"), blank=True, related_name="snapshots"
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), default=timezone.now)
 
     class Meta:
+        verbose_name = _("session memory snapshot")
+        verbose_name_plural = _("session memory snapshots")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["session", "-created_at"], name="memory_snapshot_session_idx"),
         ]
 
     def __str__(self) -> str:
-        return f"memory snapshot of {self.session_id}"
+        return gettext("memory snapshot of %(session)s") % {"session": self.session_id}
 
 
 # --- Inferences: the local memory provider's model of the user (memory/inferences/) ---------
-
-
-class InferenceCategory(models.TextChoices):
-    PREFERENCE = "preference", "Preference"
-    ABOUT = "about", "About you"
-    PROJECT = "project", "Project"
-    ENVIRONMENT = "environment", "Tools and environment"
-    GOAL = "goal", "Goal"
-    OTHER = "other", "Other"
-
-
-class Inference(models.Model):
-    """Something the agent inferred about its user, with the messages it came from.
-
-    Only *active* inferences are ever recalled or searchable by the agent; quarantined ones
-    (imperative or suspicious text from the extractor) wait for the person's review, and
-    contradicted ones were replaced by a newer inference. Deleting one is a hard delete
-    (plus an InferenceTombstone so the same statement is not derived again).
-    """
-
-    class Status(models.TextChoices):
-        ACTIVE = "active", "Active"
-        QUARANTINED = "quarantined", "Held for your review"
-        CONTRADICTED = "contradicted", "Contradicted by a newer inference"
-
-    class Origin(models.TextChoices):
-        EXTRACTED = "extracted", "Inferred from a conversation"
-        MEMORY = "memory", "Mirrored from memory"
-        CORRECTED = "corrected", "Corrected by you"
-
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inferences"
-    )
-    statement = models.TextField()
-    # Duplicates are found by this digest of the normalised statement (see
-    # memory.inferences.guard.statement_digest); PostgreSQL cannot btree-index long text.
-    statement_hash = models.CharField(max_length=64, editable=False)
-    category = models.CharField(
-        max_length=16, choices=InferenceCategory.choices, default=InferenceCategory.OTHER
-    )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.EXTRACTED)
-    #: How sure the extractor was (merged duplicates raise it).
-    confidence = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.500"))
-    #: Feedback-driven: +0.05 helpful, −0.10 unhelpful, clamped to 0..1 (exact decimals).
-    trust = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("0.500"))
-    helpful_count = models.PositiveIntegerField(default=0)
-    unhelpful_count = models.PositiveIntegerField(default=0)
-    use_count = models.PositiveIntegerField(default=0)
-    evidence = models.ManyToManyField("sessions_app.Message", blank=True, related_name="inferences")
-    source_session = models.ForeignKey(
-        "sessions_app.Session",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="inferences",
-    )
-    contradicted_by = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="contradicts"
-    )
-    quarantine_reason = models.CharField(max_length=300, blank=True, default="")
-    extractor_version = models.CharField(max_length=32, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-updated_at", "-id"]
-        indexes = [
-            models.Index(fields=["owner", "status", "-trust"], name="inference_recall_idx"),
-            models.Index(fields=["owner", "-updated_at"], name="inference_owner_recent_idx"),
-        ]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["owner", "statement_hash"], name="inference_unique_statement"
-            ),
-            models.CheckConstraint(condition=~Q(statement=""), name="inference_not_empty"),
-            models.CheckConstraint(
-                condition=Q(trust__gte=0) & Q(trust__lte=1), name="inference_trust_range"
-            ),
-            models.CheckConstraint(
-                condition=Q(confidence__gte=0) & Q(confidence__lte=1),
-                name="inference_confidence_range",
-            ),
-            models.CheckConstraint(
-                condition=Q(status__in=["active", "quarantined", "contradicted"]),
-                name="inference_status_valid",
-            ),
-            models.CheckConstraint(
-                condition=~Q(status="quarantined") | ~Q(quarantine_reason=""),
-                name="inference_quarantine_has_reason",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        text = self.statement if len(self.statement) <= 60 else self.statement[:59] + "…"
-        return f"{text} ({self.get_status_display().lower()})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status == self.Status.ACTIVE
-
-
-class InferenceUse(models.Model):
-    """An inference recalled into a turn: `message` is the user message it was fenced into."""
-
-    inference = models.ForeignKey(Inference, on_delete=models.CASCADE, related_name="uses")
-    message = models.ForeignKey(
-        "sessions_app.Message", on_delete=models.CASCADE, related_name="inference_uses"
-    )
-    score = models.FloatField(default=0.0)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["message"], name="inference_use_message_idx")]
-        constraints = [
-            models.UniqueConstraint(fields=["inference", "message"], name="inference_use_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"inference {self.inference_id} in message {self.message_id}"
-
-
-class InferenceState(models.Model):
-    """Per conversation: how far extraction got (a watermark claimed with a conditional
-    update, so a task delivered twice extracts once) and the recall candidates computed in
-    the background for its next turn."""
-
-    session = models.OneToOneField(
-        "sessions_app.Session", on_delete=models.CASCADE, related_name="inference_state"
-    )
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_states"
-    )
-    extracted_through = models.BigIntegerField(default=0)
-    extracted_at = models.DateTimeField(null=True, blank=True)
-    recall_ids = models.JSONField(default=list, blank=True)
-    recall_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["owner"], name="inference_state_owner_idx")]
-
-    def __str__(self) -> str:
-        return f"inference state of {self.session_id}"
-
-
-class InferenceSettings(models.Model):
-    """A person's consent to inference. No row: HERMES_INFERENCE_DEFAULT_ENABLED."""
-
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_settings"
-    )
-    enabled = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        verbose_name = "inference settings"
-        verbose_name_plural = "inference settings"
-
-    def __str__(self) -> str:
-        return f"inference {'on' if self.enabled else 'off'} for {self.user}"
-
-
-class InferenceTombstone(models.Model):
-    """The digest (not the text) of a statement the person deleted, so extraction does not
-    derive it again."""
-
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inference_tombstones"
-    )
-    digest = models.CharField(max_length=64)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["owner", "digest"], name="inference_tombstone_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"deleted inference {self.digest[:12]}"
 
 
 class ProviderConfig(models.Model):
     """Deployment settings of a memory provider, edited in the admin with a form built from
     the provider's `get_config_schema()`."""
 
-    name = models.CharField(max_length=100, unique=True)
-    values = models.JSONField(default=dict, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    name = models.CharField(verbose_name=_("name"), max_length=100, unique=True)
+    values = models.JSONField(verbose_name=_("values"), default=dict, blank=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), default=timezone.now)
 
     class Meta:
-        verbose_name = "memory provider configuration"
+        verbose_name_plural = _("memory provider configurations")
+        verbose_name = _("memory provider configuration")
 
     def __str__(self) -> str:
-        return f"configuration of {self.name}"
+        return gettext("configuration of %(name)s") % {"name": self.name}

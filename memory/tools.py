@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
+from accounts.language import speaking_to
 from core.exceptions import ServiceError
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result
 
@@ -95,7 +98,10 @@ PARAMETERS: dict[str, Any] = {
     "required": ["target"],
 }
 
-NOTICES = {Target.MEMORY: "Memory updated", Target.USER: "User profile updated"}
+#: What the person reads in the chat when the agent changed their memory (in their language;
+#: the tool result for the model stays English).
+NOTICES = {Target.MEMORY: _("Memory updated"), Target.USER: _("User profile updated")}
+WAITING_NOTICE = _("Memory change waiting for your approval")
 
 
 def _stop_result(failures: int) -> ToolResult:
@@ -154,6 +160,12 @@ def _run(ctx: ToolContext, args: dict[str, Any]):
     raise ServiceError("unknown_action", f"Unknown action '{shown}'. Use: add, replace, remove")
 
 
+def _said_to(ctx: ToolContext, text: object) -> str:
+    """`text` (a lazy translation) as the person the tool acts for reads it."""
+    with speaking_to(ctx.user.pk):
+        return str(text)
+
+
 def _with_aliases(args: dict[str, Any]) -> dict[str, Any]:
     """The arguments with `new_text` folded into `content`, in batch operations too, so the
     services and the provider mirror see one name."""
@@ -197,9 +209,9 @@ def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
     notice = None
     if result.staged and result.entries:
-        notice = ("memory_saved", "Memory change waiting for your approval")
+        notice = ("memory_saved", _said_to(ctx, WAITING_NOTICE))
     elif result.changed:
-        notice = ("memory_saved", NOTICES[Target(result.target)])
+        notice = ("memory_saved", _said_to(ctx, NOTICES[Target(result.target)]))
     return ToolResult(
         ok=True,
         payload=result.tool_payload(),

@@ -17,12 +17,13 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from core.exceptions import NotFound, ServiceError
 from core.middleware import errors_back_to
 
-from . import selectors, services
+from . import page_text, selectors, services
 from .apis import export_response, read_upload, writer_filter
 from .forms import EntryForm, ImportForm
 from .models import MemoryEntry, MemoryEvent, Source, Target
@@ -32,9 +33,13 @@ PAGE = services.Provenance(source=Source.MANUAL)
 IMPORT = services.Provenance(source=Source.IMPORT)
 
 BLURBS = {
-    Target.MEMORY: "The agent's own notes: your environment, projects, conventions and "
-    "lessons it should remember.",
-    Target.USER: "Who you are: your name, role, preferences and how you like to work.",
+    Target.MEMORY: gettext_lazy(
+        "The agent's own notes: your environment, projects, conventions and "
+        "lessons it should remember."
+    ),
+    Target.USER: gettext_lazy(
+        "Who you are: your name, role, preferences and how you like to work."
+    ),
 }
 
 
@@ -42,22 +47,6 @@ def _target_or_404(target: str) -> str:
     if target not in Target.values:
         raise Http404
     return target
-
-
-def _page_message(exc: ServiceError, target: str) -> str:
-    """The service's reason, reworded where it speaks to the model rather than a person."""
-    if exc.code == "over_limit":
-        label = Target(target).label
-        current, _, limit = str(exc.details.get("usage", "")).partition("/")
-        size = exc.details.get("entry_size")
-        if current.isdigit() and limit.isdigit():
-            where = f"{label} is at {int(current):,}/{int(limit):,} characters"
-            what = f"this text ({size:,} characters)" if isinstance(size, int) else "this"
-            return (
-                f"Not saved: {where} and {what} would go over the limit. "
-                "Shorten it, or edit or delete other entries first."
-            )
-    return exc.message
 
 
 class Shown:
@@ -85,7 +74,7 @@ class Shown:
         if self.client is not None:
             label = self.writer.label
             return label[:1].lower() + label[1:]
-        return f"by “{self.writer.label}”"
+        return gettext("by “%(writer)s”") % {"writer": self.writer.label}
 
     def keeps(self, entry: MemoryEntry) -> bool:
         return (self.source is None or entry.source == self.source) and (
@@ -145,6 +134,7 @@ def _lists(
                 "target": target.value,
                 "title": target.label,
                 "blurb": BLURBS[target],
+                "add_label": gettext("Add to %(list)s") % {"list": str(target.label).lower()},
                 "entries": [e for e in mine if shown.keeps(e)],
                 "total": len(mine),
                 "usage": usage,
@@ -227,8 +217,10 @@ def entry_add(request: HttpRequest, target: str) -> HttpResponse:
             user=request.user, target=target, content=text, provenance=PAGE
         )
     except ServiceError as exc:
-        return _render_page(request, status=400, add=(target, text, _page_message(exc, target)))
-    messages.success(request, f"{Target(target).label}: {result.message}")
+        return _render_page(
+            request, status=400, add=(target, text, page_text.page_message(exc, target))
+        )
+    messages.success(request, page_text.result_message(target, result.message))
     return redirect(reverse("memory_page") + f"#list-{target}")
 
 
@@ -245,9 +237,9 @@ def entry_edit(request: HttpRequest, entry_id: int) -> HttpResponse:
         )
     except ServiceError as exc:
         return _render_page(
-            request, status=400, edit=(entry.pk, text, _page_message(exc, entry.target))
+            request, status=400, edit=(entry.pk, text, page_text.page_message(exc, entry.target))
         )
-    messages.success(request, f"{entry.get_target_display()}: {result.message}")
+    messages.success(request, page_text.result_message(entry.target, result.message))
     return redirect(reverse("memory_page") + f"#list-{entry.target}")
 
 
@@ -259,7 +251,9 @@ def entry_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
         user=request.user, entry_id=entry_id, status=MemoryEntry.Status.ACTIVE
     )
     services.memory_entry_delete(user=request.user, entry_id=entry.pk, provenance=PAGE)
-    messages.success(request, f"{entry.get_target_display()}: entry deleted.")
+    messages.success(
+        request, gettext("%(list)s: entry deleted.") % {"list": entry.get_target_display()}
+    )
     return redirect(reverse("memory_page") + f"#list-{entry.target}")
 
 
@@ -277,9 +271,15 @@ def pending_approve(request: HttpRequest, entry_id: int) -> HttpResponse:
         raise  # ServiceErrorMiddleware: the 404 page
     except ServiceError as exc:
         return _render_page(
-            request, status=400, pending_error=(entry_id, _page_message(exc, entry.target))
+            request,
+            status=400,
+            pending_error=(entry_id, page_text.page_message(exc, entry.target, where="pending")),
         )
-    messages.success(request, f"Approved. {entry.get_target_display()}: {result.message}")
+    messages.success(
+        request,
+        gettext("Approved. %(result)s")
+        % {"result": page_text.result_message(entry.target, result.message)},
+    )
     return redirect("memory_page")
 
 
@@ -287,7 +287,7 @@ def pending_approve(request: HttpRequest, entry_id: int) -> HttpResponse:
 @require_POST
 def pending_reject(request: HttpRequest, entry_id: int) -> HttpResponse:
     services.memory_pending_reject(user=request.user, entry_id=entry_id, provenance=PAGE)
-    messages.success(request, "Rejected; nothing was saved.")
+    messages.success(request, gettext("Rejected; nothing was saved."))
     return redirect("memory_page")
 
 
@@ -297,14 +297,17 @@ def memory_import_view(request: HttpRequest) -> HttpResponse:
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         return _render_page(
-            request, status=400, import_form=form, import_error="Check the fields below."
+            request,
+            status=400,
+            import_form=form,
+            import_error=gettext("Check the fields below."),
         )
     target = form.cleaned_data["target"]
     try:
         upload = form.cleaned_data.get("file")
         text = read_upload(upload) if upload else form.cleaned_data.get("text", "")
         if not text.strip():
-            raise ServiceError("empty", "Choose a file or paste its text.")
+            raise ServiceError("no_text", gettext("Choose a file or paste its text."))
         result = services.memory_import(
             user=request.user,
             target=target,
@@ -314,9 +317,12 @@ def memory_import_view(request: HttpRequest) -> HttpResponse:
         )
     except ServiceError as exc:
         return _render_page(
-            request, status=400, import_form=form, import_error=_page_message(exc, target)
+            request,
+            status=400,
+            import_form=form,
+            import_error=page_text.page_message(exc, target, where="import"),
         )
-    messages.success(request, f"{Target(target).label}: {result.message}")
+    messages.success(request, page_text.import_message(target, result))
     return redirect(reverse("memory_page") + f"#list-{target}")
 
 
@@ -351,6 +357,8 @@ def memory_log(request: HttpRequest) -> HttpResponse:
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)
     writers_attach(user=request.user, rows=page.object_list)
+    for event in page.object_list:
+        event.detail_shown = page_text.detail_shown(event)
     return render(
         request,
         "memory/log.html",

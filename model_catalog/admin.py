@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
 
 from core.exceptions import ServiceError
 
@@ -26,29 +27,29 @@ from .services import model_endpoint_list, model_entry_save
 
 def key_status(entry: ModelEntry | None) -> str:
     if entry is None or not entry.api_key_encrypted:
-        return "No key is set."
+        return _("No key is set.")
     try:
         decrypt(entry.api_key_encrypted)
     except KeyUnreadable as exc:
         return str(exc)
-    return "A key is set — leave blank to keep it."
+    return _("A key is set — leave blank to keep it.")
 
 
 class ModelEntryForm(forms.ModelForm):
     base_url = forms.URLField(
-        label="Base URL",
+        label=_("Base URL"),
         required=False,
         max_length=500,
         assume_scheme="https",
         help_text=ModelEntry._meta.get_field("base_url").help_text,
     )
     api_key = forms.CharField(
-        label="API key",
+        label=_("API key"),
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
     )
-    clear_api_key = forms.BooleanField(label="Remove the stored key", required=False)
+    clear_api_key = forms.BooleanField(label=_("Remove the stored key"), required=False)
 
     class Meta:
         model = ModelEntry
@@ -72,10 +73,10 @@ class ModelEntryForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if data.get("api_key") and data.get("clear_api_key"):
-            raise forms.ValidationError("Enter a new key or remove the stored one, not both.")
+            raise forms.ValidationError(_("Enter a new key or remove the stored one, not both."))
         if not data.get("enabled") and (data.get("is_default") or data.get("is_summary")):
             raise forms.ValidationError(
-                "A disabled model cannot be the default or the summary model."
+                _("A disabled model cannot be the default or the summary model.")
             )
         return data
 
@@ -88,16 +89,16 @@ class ModelEntryAdmin(admin.ModelAdmin):
     search_fields = ("name", "model_id")
     fieldsets = (
         (None, {"fields": ("name", "enabled", "is_default", "is_summary")}),
-        ("Endpoint", {"fields": ("base_url", "api_key", "clear_api_key", "model_id")}),
+        (_("Endpoint"), {"fields": ("base_url", "api_key", "clear_api_key", "model_id")}),
         (
-            "Limits and prices",
+            _("Limits and prices"),
             {"fields": ("context_length", "price_input", "price_output", "price_cached_input")},
         ),
     )
 
-    @admin.display(description="API key")
+    @admin.display(description=_("API key"))
     def key(self, entry: ModelEntry) -> str:
-        return "set" if entry.api_key_encrypted else "—"
+        return _("set") if entry.api_key_encrypted else "—"
 
     def save_model(self, request: HttpRequest, obj: ModelEntry, form: Any, change: bool) -> None:
         new_key = form.cleaned_data.get("api_key") or ""
@@ -126,7 +127,11 @@ class ModelEntryAdmin(admin.ModelAdmin):
             entry.model_id = str(request.POST.get("model_id", ""))[:200].strip()
             if entry.model_id:
                 model_entry_save(entry=entry)
-                self.message_user(request, f"{entry.name} now uses {entry.model_id}.")
+                self.message_user(
+                    request,
+                    _("%(name)s now uses %(model)s.")
+                    % {"name": entry.name, "model": entry.model_id},
+                )
             return HttpResponseRedirect(back)
         ids: list[str] = []
         error = ""
@@ -144,7 +149,9 @@ class ModelEntryAdmin(admin.ModelAdmin):
             "ids": ids,
             "error": error,
             "back": back,
-            "title": f"Models at {entry.base_url or 'the OpenAI API'}",
+            "title": _("Models at %(url)s") % {"url": entry.base_url}
+            if entry.base_url
+            else _("Models at the OpenAI API"),
         }
         return TemplateResponse(
             request, "admin/model_catalog/modelentry/endpoint_models.html", context

@@ -12,6 +12,9 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
+from django.utils.formats import number_format
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core.exceptions import ServiceError
 from core.privacy.admin_base import OwnedModelAdmin
@@ -63,19 +66,19 @@ class HermesUserAdmin(UserAdmin):
             )
         )
 
-    @admin.display(description="conversations", ordering="n_sessions")
+    @admin.display(description=_("conversations"), ordering="n_sessions")
     def conversation_count(self, obj: Any) -> int:
         return obj.n_sessions
 
-    @admin.display(description="messages", ordering="n_messages")
+    @admin.display(description=_("messages"), ordering="n_messages")
     def message_count(self, obj: Any) -> int:
         return obj.n_messages
 
-    @admin.display(description="memory entries", ordering="n_memory")
+    @admin.display(description=_("memory entries"), ordering="n_memory")
     def memory_count(self, obj: Any) -> int:
         return obj.n_memory
 
-    @admin.display(description="skills", ordering="n_skills")
+    @admin.display(description=_("skills"), ordering="n_skills")
     def skill_count(self, obj: Any) -> int:
         return obj.n_skills
 
@@ -91,7 +94,13 @@ class HermesUserAdmin(UserAdmin):
         except ServiceError as exc:
             self.message_user(request, exc.message, level=messages.ERROR)
             return
-        self.message_user(request, f"Erased {obj}: {report.total:,} rows.")
+        self.message_user(
+            request,
+            ngettext(
+                "Erased %(user)s: %(count)s row.", "Erased %(user)s: %(count)s rows.", report.total
+            )
+            % {"user": obj, "count": number_format(report.total, force_grouping=True)},
+        )
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for user in list(queryset):
@@ -105,7 +114,7 @@ admin.site.register(User, HermesUserAdmin)
 
 @admin.register(ExportJob)
 class ExportJobAdmin(OwnedModelAdmin):
-    list_display = ("id", "owner", "status", "progress", "size", "created_at", "expires_at")
+    list_display = ("row_id", "owner", "status", "progress", "size", "created_at", "expires_at")
     list_filter = ("status",)
     readonly_fields = (
         "owner",

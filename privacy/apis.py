@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -22,6 +23,7 @@ from sessions_app.models import Message
 from . import chat_jobs, erase, jobs
 from .chat_learning.notes import chat_import_notes_remove, learned_counts
 from .models import ChatImportJob, ExportJob
+from .stages import stage_text
 
 ME = inline_serializer(
     "Me",
@@ -75,7 +77,7 @@ def job_payload(job: ExportJob) -> dict[str, Any]:
         "id": job.pk,
         "status": job.status,
         "progress": job.progress,
-        "stage": job.stage,
+        "stage": stage_text(job.stage),
         "error": job.error,
         "size": job.size,
         "created_at": job.created_at,
@@ -108,7 +110,7 @@ class MeExportApi(APIView):
             job = jobs.export_job_start(user=request.user, origin=site_origin(request))
             body = {
                 "job": job_payload(job),
-                "message": "Your archive is being built; poll `url`, then download it.",
+                "message": gettext("Your archive is being built; poll `url`, then download it."),
             }
             return Response(body, status=202, headers={"Location": body["job"]["url"]})
         return jobs.export_open_now(user=request.user).response()
@@ -157,7 +159,7 @@ def learning_payload(job: ChatImportJob) -> dict[str, Any] | None:
     return {
         "status": job.learn_status or "waiting_for_import",
         "progress": state.get("progress", 0),
-        "stage": state.get("stage", ""),
+        "stage": stage_text(state.get("stage", "")),
         "conversations": state.get("chosen", 0),
         "notes": state.get("notes", 0),
         "pending": state.get("pending", 0),
@@ -174,7 +176,7 @@ def chat_import_payload(job: ChatImportJob, learned: WriterCount | None) -> dict
         "id": job.pk,
         "status": job.status,
         "progress": job.progress,
-        "stage": job.stage,
+        "stage": stage_text(job.stage),
         "error": job.error,
         "report": job.report,
         "created_at": job.created_at,
@@ -225,7 +227,9 @@ class MeChatImportsApi(APIView):
         upload = request.FILES.get("export")
         if upload is None:
             raise ServiceError(
-                "invalid", "Send the export as the multipart file field `export`.", status=400
+                "invalid",
+                gettext("Send the export as the multipart file field `export`."),
+                status=400,
             )
         learn = _learn_choice(request.data.get("learn"))
         job = chat_jobs.chat_import_job_start(user=request.user, upload=upload, learn=learn)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class PrivacyConfig(AppConfig):
     name = "privacy"
-    verbose_name = "Privacy"
+    verbose_name = _("Privacy")
 
     def ready(self) -> None:
         from django.db.models import Q

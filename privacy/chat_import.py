@@ -30,6 +30,7 @@ import ijson
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from core.exceptions import ServiceError
 from core.zipfiles import zip_errors
@@ -78,8 +79,15 @@ class _Member(io.RawIOBase):
 def _too_large(size: int) -> ServiceError:
     return ServiceError(
         "too_large",
-        f"{EXPORT_NAME} holds {size / (1024 * 1024):,.0f} MiB, more than the "
-        f"{read_budget() // (1024 * 1024):,} MiB one import reads (4 × HERMES_IMPORT_MAX_MB).",
+        gettext(
+            "%(name)s holds %(size)s MiB, more than the %(budget)s MiB one import reads "
+            "(4 × HERMES_IMPORT_MAX_MB)."
+        )
+        % {
+            "name": EXPORT_NAME,
+            "size": f"{size / (1024 * 1024):,.0f}",
+            "budget": f"{read_budget() // (1024 * 1024):,}",
+        },
     )
 
 
@@ -98,7 +106,9 @@ def open_export(path: Path) -> Iterator[io.BufferedReader]:
             ]
             if not found:
                 raise ServiceError(
-                    "invalid", f"No {EXPORT_NAME} in that zip: is it a ChatGPT or Claude export?"
+                    "invalid",
+                    gettext("No %(name)s in that zip: is it a ChatGPT or Claude export?")
+                    % {"name": EXPORT_NAME},
                 )
             info = min(found, key=lambda i: i.filename.count("/"))
             if info.file_size > read_budget():
@@ -125,8 +135,11 @@ def _objects(stream: io.BufferedReader) -> Iterator[dict[str, Any]]:
     if first != b"[":
         raise ServiceError(
             "invalid_json",
-            f"That is not a ChatGPT or Claude {EXPORT_NAME}: it should be a JSON list of "
-            "conversations.",
+            gettext(
+                "That is not a ChatGPT or Claude %(name)s: it should be a JSON list of "
+                "conversations."
+            )
+            % {"name": EXPORT_NAME},
         )
     count = 0
     try:
@@ -135,14 +148,20 @@ def _objects(stream: io.BufferedReader) -> Iterator[dict[str, Any]]:
             if not isinstance(item, dict):
                 raise ServiceError(
                     "invalid",
-                    f"Nothing was imported: item {count} of the list is not a conversation.",
+                    gettext(
+                        "Nothing was imported: item %(count)s of the list is not a conversation."
+                    )
+                    % {"count": count},
                 )
             yield item
     except ijson.JSONError as exc:
         raise ServiceError(
             "invalid_json",
-            f"Nothing was imported: the file is not valid JSON after {count:,} "
-            f"conversation(s) ({str(exc)[:120]}).",
+            gettext(
+                "Nothing was imported: the file is not valid JSON after %(count)s "
+                "conversation(s) (%(error)s)."
+            )
+            % {"count": f"{count:,}", "error": str(exc)[:120]},
         ) from None
 
 
@@ -161,19 +180,26 @@ def parsed(path: Path) -> Iterator[Imported]:
                 if fmt is None:
                     raise ServiceError(
                         "invalid",
-                        "Nothing was imported: the conversations are neither ChatGPT's "
-                        "(with a `mapping`) nor Claude's (with `chat_messages`).",
+                        gettext(
+                            "Nothing was imported: the conversations are neither ChatGPT's "
+                            "(with a `mapping`) nor Claude's (with `chat_messages`)."
+                        ),
                     )
             elif not fmt.looks_like(conversation):
                 raise ServiceError(
                     "invalid",
-                    f"Nothing was imported: {_where(index, conversation)} is not a "
-                    f"{SOURCES[fmt.SOURCE]} conversation like the ones before it.",
+                    gettext(
+                        "Nothing was imported: %(where)s is not a %(source)s conversation like "
+                        "the ones before it."
+                    )
+                    % {"where": _where(index, conversation), "source": SOURCES[fmt.SOURCE]},
                 )
             try:
                 yield fmt.parse(conversation, _where(index, conversation))
             except BadExport as exc:
-                raise ServiceError("invalid", f"Nothing was imported: {exc}.") from None
+                raise ServiceError(
+                    "invalid", gettext("Nothing was imported: %(error)s.") % {"error": exc}
+                ) from None
 
 
 class _Importer:

@@ -19,7 +19,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
+from accounts.language import speaking_to
 from core.exceptions import NotFound, ServiceError
 from core.leases import Lease, lease_acquire, lease_heartbeat, raise_if_held
 from core.queue import task_send_on_commit
@@ -146,6 +148,12 @@ def chat_import_job_run(*, job_id: int) -> str:
 
 def _run_holding(lease: Lease) -> str:
     job = ChatImportJob.objects.select_related("owner").get(pk=lease.pk)
+    # What the import reports (its lines, its error) is written in the owner's language.
+    with speaking_to(job.owner_id):
+        return _import_holding(lease, job)
+
+
+def _import_holding(lease: Lease, job: ChatImportJob) -> str:
     path = _path_of(job)
     last = [0.0]
 
@@ -162,7 +170,7 @@ def _run_holding(lease: Lease) -> str:
 
     try:
         if path is None or not path.is_file():
-            raise ServiceError("not_found", "The uploaded file is gone; upload it again.")
+            raise ServiceError("not_found", gettext("The uploaded file is gone; upload it again."))
         report = chat_import(user=job.owner, path=path, progress=progress)
     except Cancelled:
         return "cancelled"
@@ -173,8 +181,11 @@ def _run_holding(lease: Lease) -> str:
         logger.exception("chat import %s failed", job.pk)
         lease.release(
             status="failed",
-            error=f"The import stopped ({type(exc).__name__}); upload the file again: "
-            "what was imported stays, nothing is imported twice.",
+            error=gettext(
+                "The import stopped (%(error)s); upload the file again: what was imported "
+                "stays, nothing is imported twice."
+            )
+            % {"error": type(exc).__name__},
             finished_at=timezone.now(),
         )
         return "failed"

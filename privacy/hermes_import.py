@@ -29,6 +29,7 @@ from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext
 
 from core.exceptions import ServiceError
 from core.zipfiles import zip_errors
@@ -147,11 +148,11 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
         return
     profile = profile_get(user=user)
     if profile.identity == text:
-        report.identity = "Agent identity (SOUL.md): unchanged."
+        report.identity = gettext("Agent identity (SOUL.md): unchanged.")
         return
     profile.identity = text
     profile.save(update_fields=["identity"])
-    report.identity = "Agent identity set from SOUL.md."
+    report.identity = gettext("Agent identity set from SOUL.md.")
 
 
 def _skills_zip(root: Path, report: HermesImportReport) -> bytes | None:
@@ -232,7 +233,9 @@ def hermes_import(
     if not found:
         raise ServiceError(
             "invalid",
-            "That is not a Hermes home: it has none of state.db, memories/, skills/, SOUL.md.",
+            gettext(
+                "That is not a Hermes home: it has none of state.db, memories/, skills/, SOUL.md."
+            ),
         )
     report = HermesImportReport()
     db = home / "state.db"
@@ -311,8 +314,11 @@ def upload_save(upload: IO[bytes], target: Path, *, command: str) -> None:
         target.unlink(missing_ok=True)
         raise ServiceError(
             "too_large",
-            f"The file is larger than {settings.HERMES_IMPORT_MAX_MB} MiB; use "
-            f"`manage.py {command}` on the server for bigger files.",
+            gettext(
+                "The file is larger than %(mb)s MiB; use `manage.py %(command)s` on the server "
+                "for bigger files."
+            )
+            % {"mb": settings.HERMES_IMPORT_MAX_MB, "command": command},
         )
 
 
@@ -329,7 +335,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
         with zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
             if sum(i.file_size for i in infos) > 4 * limit:
-                raise ServiceError("too_large", "The zip unpacks to too much data.")
+                raise ServiceError("too_large", gettext("The zip unpacks to too much data."))
             names = [i.filename for i in infos]
             prefix = _home_prefix(names)
             for info in infos:
@@ -350,6 +356,8 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
         if not home.exists():
             raise ServiceError(
                 "invalid",
-                "No Hermes home in that zip: expected state.db, memories/, skills/ or SOUL.md.",
+                gettext(
+                    "No Hermes home in that zip: expected state.db, memories/, skills/ or SOUL.md."
+                ),
             )
         return hermes_import(user=user, home=home)

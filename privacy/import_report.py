@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.formats import number_format
+from django.utils.translation import gettext
+
 
 @dataclass
 class HermesImportReport:
@@ -58,36 +61,75 @@ class HermesImportReport:
         )
 
     def lines(self) -> list[str]:
+        """The report in the active language (the person's, on the Account page)."""
         out = [
-            f"Conversations: {self.sessions_created} imported, {self.sessions_skipped} "
-            f"already there ({self.messages_created} messages).",
+            gettext(
+                "Conversations: %(created)s imported, %(skipped)s already there "
+                "(%(messages)s messages)."
+            )
+            % {
+                "created": self.sessions_created,
+                "skipped": self.sessions_skipped,
+                "messages": self.messages_created,
+            },
         ]
         if self.branch_messages:
             out.append(
-                f"{self.branch_messages} message(s) on other branches (edits, regenerations) "
-                "imported as alternatives."
+                gettext(
+                    "%(count)s message(s) on other branches (edits, regenerations) imported as "
+                    "alternatives."
+                )
+                % {"count": self.branch_messages}
             )
         if self.messages_appended:
             out.append(
-                f"{self.messages_appended} new message(s) added to conversations imported before."
+                gettext("%(count)s new message(s) added to conversations imported before.")
+                % {"count": self.messages_appended}
             )
         if self.paths_followed:
             out.append(
-                f"{self.paths_followed} conversation(s) imported before now show the branch "
-                "last viewed in the newer export (the earlier one stays as an alternative)."
+                gettext(
+                    "%(count)s conversation(s) imported before now show the branch last viewed "
+                    "in the newer export (the earlier one stays as an alternative)."
+                )
+                % {"count": self.paths_followed}
             )
         for target, message in self.memory.items():
             out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")
-        out += [f"Blocked: {b}" for b in self.blocked]
+        out += [blocked_prefix() + b for b in self.blocked]
         if self.identity:
             out.append(self.identity)
         if self.skills_created or self.skills_updated or self.skills_unchanged:
             out.append(
-                f"Skills: {self.skills_created} created, {self.skills_updated} updated, "
-                f"{self.skills_unchanged} unchanged."
+                gettext(
+                    "Skills: %(created)s created, %(updated)s updated, %(unchanged)s unchanged."
+                )
+                % {
+                    "created": self.skills_created,
+                    "updated": self.skills_updated,
+                    "unchanged": self.skills_unchanged,
+                }
             )
-        out += [f"Shortened: {n:,} {what}." for what, n in self.shortened.items()]
-        out += [f"Skipped: {n:,} {what}." for what, n in self.skipped.items()]
-        out += [f"Note: {w}" for w in self.warnings]
-        out += [f"Error: {e}" for e in self.errors]
+        out += [
+            gettext("Shortened: %(count)s %(what)s.")
+            % {"count": number_format(n, force_grouping=True), "what": what}
+            for what, n in self.shortened.items()
+        ]
+        out += [
+            gettext("Skipped: %(count)s %(what)s.")
+            % {"count": number_format(n, force_grouping=True), "what": what}
+            for what, n in self.skipped.items()
+        ]
+        out += [gettext("Note: %(note)s") % {"note": w} for w in self.warnings]
+        out += [error_prefix() + e for e in self.errors]
         return out
+
+
+def error_prefix() -> str:
+    """How a report line of an error starts, in the active language ("Error: ")."""
+    return gettext("Error: ")
+
+
+def blocked_prefix() -> str:
+    """How a report line of a blocked memory entry starts ("Blocked: ")."""
+    return gettext("Blocked: ")

@@ -27,7 +27,9 @@ from django.db.models import Q, QuerySet
 from django.http import FileResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
+from accounts.language import speaking_to
 from accounts.mail import mail_enabled, mail_send, site_origin
 from core.exceptions import NotFound, ServiceError
 from core.leases import (
@@ -111,7 +113,7 @@ def export_job_start(*, user: AbstractBaseUser, origin: str = "") -> ExportJob:
         def unqueued() -> None:
             ExportJob.objects.filter(pk=job_id, status="queued").update(
                 status="failed",
-                error="The export could not be queued. Try again in a minute.",
+                error=gettext("The export could not be queued. Try again in a minute."),
                 finished_at=timezone.now(),
             )
 
@@ -194,11 +196,11 @@ def _build_holding(lease: Lease) -> str:
     except Exception as exc:
         target.unlink(missing_ok=True)
         logger.exception("export %s failed", job.pk)
-        lease.release(
-            status="failed",
-            error=f"The archive could not be built ({type(exc).__name__}). Try again.",
-            finished_at=timezone.now(),
-        )
+        with speaking_to(job.owner_id):
+            error = gettext("The archive could not be built (%(error)s). Try again.") % {
+                "error": type(exc).__name__
+            }
+        lease.release(status="failed", error=error, finished_at=timezone.now())
         return "failed"
     now = timezone.now()
     if not lease.release(
@@ -224,6 +226,7 @@ def _tell_ready(*, job_id: int, origin: str) -> None:
         return
     mail_send(
         to=job.owner.email,
+        recipient=job.owner_id,
         template="export_ready",
         context={
             "username": job.owner.get_username(),
@@ -269,10 +272,12 @@ def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
     if job.status == ExportJob.Status.EXPIRED or (
         job.expires_at is not None and job.expires_at <= timezone.now()
     ):
-        raise ServiceError("expired", "This download has expired; start a new export.", status=410)
+        raise ServiceError(
+            "expired", gettext("This download has expired; start a new export."), status=410
+        )
     if job.status != ExportJob.Status.DONE:
         raise ServiceError(
-            "not_ready", "The archive is not ready yet.", status=409, progress=job.progress
+            "not_ready", gettext("The archive is not ready yet."), status=409, progress=job.progress
         )
     path = _file_of(job)
     try:
@@ -281,7 +286,9 @@ def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
         handle = None
     if handle is None:
         raise ServiceError(
-            "expired", "This download is no longer available; start a new export.", status=410
+            "expired",
+            gettext("This download is no longer available; start a new export."),
+            status=410,
         )
     return Download(handle, export_filename(user, job.finished_at), job.size)
 

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from core.leases import LeaseFields
 
@@ -18,31 +20,40 @@ class ExportJob(LeaseFields):
     conditional UPDATE, reports `progress`, and finishes it (`done` or `failed`)."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Waiting"
-        RUNNING = "running", "Building"
-        DONE = "done", "Ready"
-        FAILED = "failed", "Failed"
-        EXPIRED = "expired", "Expired"
+        QUEUED = "queued", _("Waiting")
+        RUNNING = "running", _("Building")
+        DONE = "done", _("Ready")
+        FAILED = "failed", _("Failed")
+        EXPIRED = "expired", _("Expired")
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="export_jobs"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="export_jobs",
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED
+    )
     #: 0–100, and what the task is doing now ("Conversations 120/400").
-    progress = models.PositiveSmallIntegerField(default=0)
-    stage = models.CharField(max_length=200, blank=True, default="")
+    progress = models.PositiveSmallIntegerField(verbose_name=_("progress"), default=0)
+    stage = models.CharField(verbose_name=_("stage"), max_length=200, blank=True, default="")
     #: File name under HERMES_EXPORT_DIR (never a path chosen by a user).
-    file_name = models.CharField(max_length=200, blank=True, default="")
-    size = models.PositiveBigIntegerField(default=0)
-    error = models.CharField(max_length=300, blank=True, default="")
-    task_id = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    file_name = models.CharField(
+        verbose_name=_("file name"), max_length=200, blank=True, default=""
+    )
+    size = models.PositiveBigIntegerField(verbose_name=_("size"), default=0)
+    error = models.CharField(verbose_name=_("error"), max_length=300, blank=True, default="")
+    task_id = models.CharField(verbose_name=_("task ID"), max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
+    expires_at = models.DateTimeField(verbose_name=_("expires at"), null=True, blank=True)
 
     class Meta:
         # The table kept its name when the model moved here from accounts.
+        verbose_name = _("export job")
+        verbose_name_plural = _("export jobs")
         db_table = "accounts_exportjob"
         ordering = ["-created_at", "-id"]
         indexes = [
@@ -58,7 +69,11 @@ class ExportJob(LeaseFields):
         ]
 
     def __str__(self) -> str:
-        return f"export {self.pk} of {self.owner_id} ({self.status})"
+        return gettext("export %(id)s of %(owner)s (%(status)s)") % {
+            "id": self.pk,
+            "owner": self.owner_id,
+            "status": self.get_status_display(),
+        }
 
 
 class AdminContentAccess(models.Model):
@@ -67,13 +82,14 @@ class AdminContentAccess(models.Model):
     The people are kept as SET_NULL so erasing either account leaves an anonymous record."""
 
     class Action(models.TextChoices):
-        LIST = "list", "Listed"
-        VIEW = "view", "Opened"
-        DELETE = "delete", "Deleted"
-        EXPORT = "export", "Exported"
+        LIST = "list", _("Listed")
+        VIEW = "view", _("Opened")
+        DELETE = "delete", _("Deleted")
+        EXPORT = "export", _("Exported")
 
     viewer = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("viewer"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -81,30 +97,31 @@ class AdminContentAccess(models.Model):
     )
     subject = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("subject"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
-        help_text="Whose content it was (empty for a list spanning several people).",
+        help_text=_("Whose content it was (empty for a list spanning several people)."),
     )
-    action = models.CharField(max_length=8, choices=Action.choices)
-    model = models.CharField(max_length=100)
-    object_id = models.CharField(max_length=64, blank=True, default="")
-    rows = models.PositiveIntegerField(default=1)
-    path = models.CharField(max_length=300, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
+    action = models.CharField(verbose_name=_("action"), max_length=8, choices=Action.choices)
+    model = models.CharField(verbose_name=_("model"), max_length=100)
+    object_id = models.CharField(verbose_name=_("object ID"), max_length=64, blank=True, default="")
+    rows = models.PositiveIntegerField(verbose_name=_("rows"), default=1)
+    path = models.CharField(verbose_name=_("path"), max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(verbose_name=_("created at"), default=timezone.now)
 
     class Meta:
         db_table = "accounts_admincontentaccess"
         ordering = ["-created_at", "-id"]
-        verbose_name = "admin content access"
-        verbose_name_plural = "admin content access log"
+        verbose_name = _("admin content access")
+        verbose_name_plural = _("admin content access log")
         indexes = [
             models.Index(fields=["subject", "-created_at"], name="admincontent_subject_idx"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.model} {self.object_id}".strip()
+        return f"{self.get_action_display()} {self.model} {self.object_id}".strip()
 
 
 class ChatImportJob(LeaseFields):
@@ -117,44 +134,59 @@ class ChatImportJob(LeaseFields):
     summary in `learning`."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Waiting"
-        RUNNING = "running", "Importing"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Waiting")
+        RUNNING = "running", _("Importing")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     class LearnStatus(models.TextChoices):
-        NONE = "", "Not started"
-        QUEUED = "queued", "Waiting"
-        RUNNING = "running", "Learning"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        NONE = "", _("Not started")
+        QUEUED = "queued", _("Waiting")
+        RUNNING = "running", _("Learning")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_import_jobs"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="chat_import_jobs",
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    progress = models.PositiveSmallIntegerField(default=0)
-    stage = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(
+        verbose_name=_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED
+    )
+    progress = models.PositiveSmallIntegerField(verbose_name=_("progress"), default=0)
+    stage = models.CharField(verbose_name=_("stage"), max_length=200, blank=True, default="")
     #: The uploaded file under HERMES_EXPORT_DIR (a random name of ours), until it is read.
-    file_name = models.CharField(max_length=200, blank=True, default="")
+    file_name = models.CharField(
+        verbose_name=_("file name"), max_length=200, blank=True, default=""
+    )
     #: What the import did, one line each (import_report.HermesImportReport.lines).
-    report = models.JSONField(default=list, blank=True)
+    report = models.JSONField(verbose_name=_("report"), default=list, blank=True)
     #: The export's format once imported: "chatgpt" or "claude" (sessions_app.IMPORT_SOURCES).
-    source = models.CharField(max_length=16, blank=True, default="")
-    error = models.CharField(max_length=300, blank=True, default="")
-    task_id = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    source = models.CharField(verbose_name=_("source"), max_length=16, blank=True, default="")
+    error = models.CharField(verbose_name=_("error"), max_length=300, blank=True, default="")
+    task_id = models.CharField(verbose_name=_("task ID"), max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
     learn = models.BooleanField(
-        default=False, help_text="Let Hermes learn from this history (chosen at upload)."
+        verbose_name=_("learn"),
+        default=False,
+        help_text=_("Let Hermes learn from this history (chosen at upload)."),
     )
     learn_status = models.CharField(
-        max_length=16, choices=LearnStatus.choices, blank=True, default=""
+        verbose_name=_("learn status"),
+        max_length=16,
+        choices=LearnStatus.choices,
+        blank=True,
+        default="",
     )
     #: The learning's plan (batches of conversations), progress, counts and summary lines.
-    learning = models.JSONField(default=dict, blank=True)
+    learning = models.JSONField(verbose_name=_("learning"), default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("chat import job")
+        verbose_name_plural = _("chat import jobs")
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
@@ -169,7 +201,11 @@ class ChatImportJob(LeaseFields):
         ]
 
     def __str__(self) -> str:
-        return f"chat import {self.pk} of {self.owner_id} ({self.status})"
+        return gettext("chat import %(id)s of %(owner)s (%(status)s)") % {
+            "id": self.pk,
+            "owner": self.owner_id,
+            "status": self.get_status_display(),
+        }
 
     @property
     def panel_status(self) -> str:

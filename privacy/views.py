@@ -15,6 +15,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.mail import site_origin
@@ -27,6 +29,7 @@ from memory.services import Provenance, memory_import_held, memory_import_resolv
 from . import chat_jobs, erase, jobs
 from .chat_learning import inferences_on, learn_unavailable, notes
 from .hermes_import import hermes_import_zip
+from .import_report import blocked_prefix, error_prefix
 
 #: Report lines shown after an import (the rest are summarised).
 MAX_REPORT_LINES = 12
@@ -76,12 +79,12 @@ def _back(anchor: str) -> HttpResponse:
 def export_start(request: HttpRequest) -> HttpResponse:
     job = jobs.export_job_start(user=request.user, origin=site_origin(request))
     if job.status == "done":
-        _tell(request, messages.SUCCESS, "Your archive is ready to download.", section="data")
+        _tell(request, messages.SUCCESS, _("Your archive is ready to download."), section="data")
     else:
         _tell(
             request,
             messages.SUCCESS,
-            "Building your archive. This page shows its progress; download it when it is ready.",
+            _("Building your archive. This page shows its progress; download it when it is ready."),
             section="data",
         )
     return _back("data")
@@ -103,7 +106,7 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
         _tell(
             request,
             messages.ERROR,
-            "Choose a zip of your Hermes home (or of a Hermes Web export).",
+            _("Choose a zip of your Hermes home (or of a Hermes Web export)."),
             section="import",
         )
         return _back("import")
@@ -114,13 +117,15 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
     _tell(
         request,
         level,
-        "Import finished." if report.ok else "Import finished with problems.",
+        _("Import finished.") if report.ok else _("Import finished with problems."),
         section="import",
     )
     for line in shown:
         _tell(
             request,
-            messages.ERROR if line.startswith(("Error", "Blocked")) else messages.INFO,
+            messages.ERROR
+            if line.startswith((error_prefix(), blocked_prefix()))
+            else messages.INFO,
             line,
             section="import",
         )
@@ -128,7 +133,8 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
         _tell(
             request,
             messages.INFO,
-            f"… and {rest} more line(s); `manage.py import_hermes` prints all.",
+            _("… and %(rest)s more line(s); `manage.py import_hermes` prints all.")
+            % {"rest": rest},
             section="import",
         )
     return _back("import")
@@ -143,7 +149,7 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
         _tell(
             request,
             messages.ERROR,
-            "Choose a ChatGPT or Claude export (the zip, or its conversations.json).",
+            _("Choose a ChatGPT or Claude export (the zip, or its conversations.json)."),
             section="import-chats",
         )
         return _back("import-chats")
@@ -152,8 +158,15 @@ def chat_import_upload(request: HttpRequest) -> HttpResponse:
     _tell(
         request,
         messages.SUCCESS,
-        "Importing your conversations. This page shows the progress and, at the end, what was "
-        "imported" + (" — then what Hermes learned from them." if learn else "."),
+        _(
+            "Importing your conversations. This page shows the progress and, at the end, what "
+            "was imported — then what Hermes learned from them."
+        )
+        if learn
+        else _(
+            "Importing your conversations. This page shows the progress and, at the end, what "
+            "was imported."
+        ),
         section="import-chats",
     )
     return _back("import-chats")
@@ -192,7 +205,7 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
         _tell(
             request,
             messages.ERROR,
-            "Tick the box to confirm that all memory should be forgotten.",
+            _("Tick the box to confirm that all memory should be forgotten."),
             section="memory-forget",
         )
         return _back("memory-forget")
@@ -201,8 +214,14 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
     _tell(
         request,
         messages.SUCCESS,
-        f"Forgot all memory: {entries} entr{'y' if entries == 1 else 'ies'} and their history "
-        "are gone. New conversations start without them.",
+        ngettext(
+            "Forgot all memory: %(count)s entry and their history are gone. New conversations "
+            "start without them.",
+            "Forgot all memory: %(count)s entries and their history are gone. New conversations "
+            "start without them.",
+            entries,
+        )
+        % {"count": entries},
         section="memory-forget",
     )
     return _back("memory-forget")

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from core.privacy.admin_base import OwnedModelAdmin
 
@@ -47,7 +49,7 @@ class MessageAdmin(OwnedModelAdmin):
     search_fields = ("content",)
     list_select_related = ("session",)
 
-    @admin.display(description="content")
+    @admin.display(description=_("content"))
     def short_content(self, obj: Message) -> str:
         return obj.content[:80]
 
@@ -56,7 +58,13 @@ class MessageAdmin(OwnedModelAdmin):
 class SystemPromptAdmin(OwnedModelAdmin):
     owner_field = "sessions__owner"
     list_display = ("hash",)
-    readonly_fields = ("hash", "prompt")
+    fields = ("hash", "prompt_text")
+    readonly_fields = ("hash", "prompt_text")
+
+    @admin.display(description=_("prompt"))
+    def prompt_text(self, obj: SystemPrompt) -> str:
+        # What was sent to the model, as it was sent (the agent's words stay English).
+        return format_html("<pre>{}</pre>", obj.prompt)
 
 
 @admin.register(StateMeta)
@@ -92,6 +100,6 @@ class SearchSummaryAdmin(OwnedModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.display(description="query")
+    @admin.display(description=_("query"))
     def short_query(self, obj: SearchSummary) -> str:
         return obj.query[:60]

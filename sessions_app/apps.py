@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class SessionsAppConfig(AppConfig):
     name = "sessions_app"
-    verbose_name = "Conversations"
+    verbose_name = _("Conversations")
 
     def ready(self) -> None:
         from django.db.models import Q

@@ -4,12 +4,15 @@ pages, so they are validated, scanned and versioned)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from core.exceptions import ServiceError
 from core.privacy.admin_base import OwnedModelAdmin
@@ -34,7 +37,7 @@ class SkillAdminForm(forms.ModelForm):
             except ServiceError as exc:
                 raise forms.ValidationError(exc.message) from None
             if self.instance.pk and parsed.name != self.instance.name:
-                raise forms.ValidationError("The name in the frontmatter cannot change.")
+                raise forms.ValidationError(_("The name in the frontmatter cannot change."))
             findings = scan(content, scope="strict")
             if findings:
                 raise forms.ValidationError(findings[0].message)
@@ -131,7 +134,7 @@ class SkillAdmin(TeamVisibleAdmin):
             return
         obj.pk = saved.pk
 
-    @admin.action(description="Publish to the team (copy as a read-only team skill)")
+    @admin.action(description=_("Publish to the team (copy as a read-only team skill)"))
     def publish_to_team(self, request: HttpRequest, queryset: QuerySet) -> None:
         for skill in queryset.filter(is_team=False):
             try:
@@ -139,7 +142,9 @@ class SkillAdmin(TeamVisibleAdmin):
             except ServiceError as exc:
                 self.message_user(request, f"{skill.name}: {exc.message}", level=messages.ERROR)
             else:
-                self.message_user(request, f"Published {skill.name} to the team.")
+                self.message_user(
+                    request, _("Published %(name)s to the team.") % {"name": skill.name}
+                )
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
@@ -172,7 +177,7 @@ class SkillRevisionAdmin(TeamVisibleAdmin):
     list_display = ("skill", "number", "document", "action", "author", "created_at")
     list_filter = ("author", "action")
     list_select_related = ("skill",)
-    readonly_fields = (
+    fields = readonly_fields = (
         "skill",
         "number",
         "action",
@@ -181,9 +186,19 @@ class SkillRevisionAdmin(TeamVisibleAdmin):
         "source_session",
         "file_path",
         "content",
-        "summary",
+        "summary_text",
         "created_at",
     )
+
+    @admin.display(description=_("document"))
+    def document(self, obj: SkillRevision) -> str:
+        return obj.document
+
+    @admin.display(description=_("summary"))
+    def summary_text(self, obj: SkillRevision) -> str:
+        # Written once, when the revision was made, as a record of what changed (like a
+        # log line): shown as it was written.
+        return format_html('<span translate="no">{}</span>', obj.summary) if obj.summary else "—"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -201,7 +216,13 @@ class SessionSkillStateAdmin(OwnedModelAdmin):
         "turns_since_memory_review",
         "index_frozen_at",
     )
-    readonly_fields = ("session", "included_skills", "index_frozen_at", "updated_at")
+    readonly_fields = ("session", "included_skills_list", "index_frozen_at", "updated_at")
+    exclude = ("included_skills",)
+
+    @admin.display(description=_("included skills"))
+    def included_skills_list(self, obj: SessionSkillState) -> str:
+        # What the frozen prompt listed, as stored (JSON).
+        return format_html("<code>{}</code>", json.dumps(obj.included_skills, ensure_ascii=False))
 
 
 @admin.register(ReviewRun)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class SkillsAppConfig(AppConfig):
     name = "skills_app"
-    verbose_name = "Skills"
+    verbose_name = _("Skills")
 
     def ready(self) -> None:
         from django.db.models import Q

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
+from accounts.language import speaking_to
 from core.exceptions import ServiceError
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult
 
@@ -134,15 +136,30 @@ def _require_viewed(ctx: ToolContext, name: str) -> None:
         )
 
 
-def _changed(name: str, message: str, *, created: bool = False, **extra: Any) -> ToolResult:
+#: What the person reads in the chat (in their language; `message`, for the model, stays English).
+CREATED_NOTICE = _("Skill created: %(name)s — %(url)s")
+UPDATED_NOTICE = _("Skill updated: %(name)s — %(url)s")
+DELETED_NOTICE = _("Skill deleted: %(name)s")
+ABSORBED_NOTICE = _("Skill deleted: %(name)s (absorbed into %(into)s)")
+
+
+def _said_to(ctx: ToolContext, text: Any, **values: str) -> str:
+    """`text` (a lazy translation) as the person the tool acts for reads it."""
+    with speaking_to(ctx.user.pk):
+        return str(text) % values
+
+
+def _changed(
+    ctx: ToolContext, name: str, message: str, *, created: bool = False, **extra: Any
+) -> ToolResult:
     url = skill_url(name)
     kind = "skill_created" if created else "skill_updated"
-    label = "Skill created" if created else "Skill updated"
+    label = CREATED_NOTICE if created else UPDATED_NOTICE
     return ToolResult(
         ok=True,
         payload={"success": True, "message": message, "name": name, "url": url, **extra},
         summary=message,
-        notice=(kind, f"{label}: {name} — {url}"),
+        notice=(kind, _said_to(ctx, label, name=name, url=url)),
     )
 
 
@@ -166,6 +183,7 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
         _viewed(ctx).add(skill.name)
         return _changed(
+            ctx,
             skill.name,
             f"Skill {skill.name!r} created.",
             created=True,
@@ -178,7 +196,7 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         svc.skill_edit(
             name=name, content=content, category=category, session_id=ctx.session_id, **common
         )
-        return _changed(name, f"Skill {name!r} updated.")
+        return _changed(ctx, name, f"Skill {name!r} updated.")
     if action == "patch":
         old = args.get("old_string")
         new = args.get("new_string", "")
@@ -194,20 +212,24 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
         times = "" if outcome.replacements == 1 else f" ({outcome.replacements} replacements)"
         return _changed(
+            ctx,
             name,
             f"Skill {name!r} patched{times}.",
             document=outcome.document,
             replacements=outcome.replacements,
         )
     if action == "delete":
-        message = svc.skill_delete(
-            name=name, absorbed_into=_str_arg(args, "absorbed_into"), **common
-        )
+        absorbed_into = _str_arg(args, "absorbed_into")
+        message = svc.skill_delete(name=name, absorbed_into=absorbed_into, **common)
+        if absorbed_into:
+            notice = _said_to(ctx, ABSORBED_NOTICE, name=name, into=absorbed_into)
+        else:
+            notice = _said_to(ctx, DELETED_NOTICE, name=name)
         return ToolResult(
             ok=True,
             payload={"success": True, "message": message},
             summary=message,
-            notice=("skill_updated", message.replace("'", "")),
+            notice=("skill_updated", notice),
         )
     file_path = _str_arg(args, "file_path", required=True) or ""
     if action == "write_file":
@@ -224,9 +246,9 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 session_id=ctx.session_id,
                 **common,
             )
-        return _changed(name, f"Wrote {file_path} in skill {name!r}.", file_path=file_path)
+        return _changed(ctx, name, f"Wrote {file_path} in skill {name!r}.", file_path=file_path)
     svc.skill_file_remove(name=name, file_path=file_path, session_id=ctx.session_id, **common)
-    return _changed(name, f"Removed {file_path} from skill {name!r}.", file_path=file_path)
+    return _changed(ctx, name, f"Removed {file_path} from skill {name!r}.", file_path=file_path)
 
 
 # --- registration -----------------------------------------------------------------------------

@@ -9,23 +9,72 @@ shadow a page.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.exceptions import ServiceError
 from core.markdown import render_markdown
 from core.middleware import errors_back_to
 
-from . import selectors, services, skillmd
+from . import page_text, selectors, services, skillmd
 from .forms import SkillCreateForm, SkillEditForm, SkillFileForm, SkillImportForm
 from .models import Skill
 
-UNCATEGORISED = "Uncategorised"
+UNCATEGORISED = gettext_lazy("Uncategorised")
+
+#: A revision's summary (written in English with it, from the services) as the reader reads it.
+SUMMARIES = (
+    (re.compile(r"^created (?P<name>.+)$"), gettext_lazy("created %(name)s")),
+    (re.compile(r"^rewrote SKILL\.md$"), gettext_lazy("rewrote SKILL.md")),
+    (re.compile(r"^imported SKILL\.md$"), gettext_lazy("imported SKILL.md")),
+    (re.compile(r"^team skill published$"), gettext_lazy("team skill published")),
+    (re.compile(r"^team skill edited$"), gettext_lazy("team skill edited")),
+    (
+        re.compile(r"^patched (?P<document>[^:]+): (?P<change>.*)$", re.S),
+        gettext_lazy("patched %(document)s: %(change)s"),
+    ),
+    (
+        re.compile(r"^wrote (?P<path>.+) \((?P<size>[\d,]+) bytes\)$"),
+        gettext_lazy("wrote %(path)s (%(size)s bytes)"),
+    ),
+    (re.compile(r"^removed (?P<path>.+)$"), gettext_lazy("removed %(path)s")),
+    (
+        re.compile(r"^rolled back (?P<document>.+) to r(?P<number>\d+)$"),
+        gettext_lazy("rolled back %(document)s to r%(number)s"),
+    ),
+)
+STATUSES = {
+    "created": gettext_lazy("created"),
+    "updated": gettext_lazy("updated"),
+    "unchanged": gettext_lazy("unchanged"),
+    "error": gettext_lazy("error"),
+}
+KEPT = '<span translate="no">{}</span>'
+_FILES = re.compile(r"^(\d+) files?$")
+
+
+def summary_shown(summary: str) -> SafeString:
+    """A revision's summary in the reader's language, with the names and paths in it kept
+    as they are (`translate="no"`)."""
+    for pattern, text in SUMMARIES:
+        if match := pattern.match(summary):
+            values = {
+                key: value if key in ("size", "number") else format_html(KEPT, value)
+                for key, value in match.groupdict().items()
+            }
+            # The sentence escaped, the values escaped (format_html): nothing unescaped is left.
+            return mark_safe(conditional_escape(str(text)) % values)  # noqa: S308
+    return format_html("{}", summary)
 
 
 def _own(request: HttpRequest, name: str) -> Skill:
@@ -41,7 +90,7 @@ def _groups(skills: list[Skill]) -> list[dict[str, Any]]:
     for skill in skills:
         groups.setdefault(skill.category, []).append(skill)
     return [
-        {"category": category or UNCATEGORISED, "skills": groups[category]}
+        {"category": category or UNCATEGORISED, "named": bool(category), "skills": groups[category]}
         for category in sorted(groups, key=lambda c: (c == "", c))
     ]
 
@@ -81,9 +130,9 @@ def skill_new(request: HttpRequest) -> HttpResponse:
                 category=form.cleaned_data["category"],
             )
         except ServiceError as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, page_text.page_message(exc))
         else:
-            messages.success(request, f"Skill {skill.name} created.")
+            messages.success(request, _("Skill %(name)s created.") % {"name": skill.name})
             return redirect("skill_detail", name=skill.name)
     return render(request, "skills/form.html", {"form": form, "skill": None})
 
@@ -127,9 +176,9 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
                 category=form.cleaned_data["category"],
             )
         except ServiceError as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, page_text.page_message(exc))
         else:
-            messages.success(request, f"Skill {skill.name} saved.")
+            messages.success(request, _("Skill %(name)s saved.") % {"name": skill.name})
             return redirect("skill_detail", name=skill.name)
     return render(request, "skills/form.html", {"form": form, "skill": skill})
 
@@ -137,10 +186,11 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_POST
 @errors_back_to("skill_detail", args=["name"])
+@page_text.reworded
 def skill_delete(request: HttpRequest, name: str) -> HttpResponse:
     skill = _own(request, name)
     services.skill_delete(user=request.user, name=skill.name)
-    messages.success(request, f"Skill {skill.name} deleted.")
+    messages.success(request, _("Skill %(name)s deleted.") % {"name": skill.name})
     return redirect("skill_list")
 
 
@@ -154,7 +204,7 @@ def skill_flags(request: HttpRequest, name: str) -> HttpResponse:
         enabled=request.POST.get("enabled") == "on",
         pinned=request.POST.get("pinned") == "on",
     )
-    messages.success(request, "Settings saved.")
+    messages.success(request, _("Settings saved."))
     return redirect("skill_detail", name=skill.name)
 
 
@@ -179,6 +229,7 @@ def skill_file(request: HttpRequest, name: str, path: str) -> HttpResponse:
 @login_required
 @require_POST
 @errors_back_to("skill_detail", args=["name"])
+@page_text.reworded
 def skill_file_add(request: HttpRequest, name: str) -> HttpResponse:
     skill = _own(request, name)
     form = SkillFileForm(request.POST, request.FILES)
@@ -195,7 +246,7 @@ def skill_file_add(request: HttpRequest, name: str) -> HttpResponse:
     item = services.skill_file_write(
         user=request.user, name=skill.name, file_path=form.cleaned_data["path"], data=data
     )
-    messages.success(request, f"Saved {item.path}.")
+    messages.success(request, _("Saved %(path)s.") % {"path": item.path})
     return redirect("skill_detail", name=skill.name)
 
 
@@ -210,9 +261,9 @@ def skill_file_remove(request: HttpRequest, name: str) -> HttpResponse:
             user=request.user, name=skill.name, file_path=request.POST.get("path", "")
         )
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, page_text.page_message(exc))
     else:
-        messages.success(request, "File removed.")
+        messages.success(request, _("File removed."))
     return redirect("skill_detail", name=skill.name)
 
 
@@ -228,6 +279,7 @@ def skill_history(request: HttpRequest, name: str) -> HttpResponse:
         revisions.append(
             {
                 "revision": revision,
+                "summary_shown": summary_shown(revision.summary),
                 "diff": selectors.revision_diff(revision=revision),
                 "current": is_current and revision.action != "remove_file",
                 "restorable": not is_current
@@ -245,9 +297,12 @@ def skill_rollback(request: HttpRequest, name: str, number: int) -> HttpResponse
     try:
         services.skill_rollback(user=request.user, name=skill.name, number=number)
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, page_text.page_message(exc))
     else:
-        messages.success(request, f"Restored revision {number} (saved as a new revision).")
+        messages.success(
+            request,
+            _("Restored revision %(number)s (saved as a new revision).") % {"number": number},
+        )
     return redirect("skill_history", name=skill.name)
 
 
@@ -264,12 +319,20 @@ def skill_export(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 @errors_back_to("skill_list")
+@page_text.reworded
 def skill_import(request: HttpRequest) -> HttpResponse:
     form = SkillImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "Choose a zip file to import.")
+        messages.error(request, _("Choose a zip file to import."))
         return redirect("skill_list")
     report = services.skills_import_zip(user=request.user, upload=form.cleaned_data["archive"])
+    for result in report.results:
+        result.status_shown = STATUSES.get(result.status, result.status)
+        if result.status == "error":
+            result.message = page_text.page_message(ServiceError("", result.message))
+        if match := _FILES.match(result.message):
+            count = int(match[1])
+            result.message = ngettext("%(count)d file", "%(count)d files", count) % {"count": count}
     return render(
         request,
         "skills/import_report.html",

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class UsageConfig(AppConfig):
     name = "usage"
-    verbose_name = "Usage"
+    verbose_name = _("Usage")
 
     def ready(self) -> None:
         from accounts.meter import usage_meter_register

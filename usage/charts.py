@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from datetime import date
 
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import pgettext
 
 from .selectors import Totals
 
@@ -72,6 +74,7 @@ def _frame(
             )
         )
     ticks = []
+    tick_format = pgettext("date format", "M j")
     slot = (width - LEFT - RIGHT) / max(1, len(days))
     every = max(1, math.ceil(len(days) / max(1, (width - LEFT - RIGHT) // 56)))
     for i, day in enumerate(days):
@@ -82,7 +85,7 @@ def _frame(
                 '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
                 _n(LEFT + slot * (i + 0.5)),
                 HEIGHT - 8,
-                day.strftime("%b %-d"),
+                date_format(day, tick_format),
             )
         )
     return format_html(
@@ -179,7 +182,7 @@ def hbars(title: str, rows: list[tuple[str, float, str]], width: int = WIDTH) ->
         length = max(1.0, span * value / top)
         parts.append(
             format_html(
-                '<text class="axis label" x="{}" y="{}" text-anchor="end">{}</text>'
+                '<text class="axis label" x="{}" y="{}" text-anchor="end" translate="no">{}</text>'
                 '<rect class="bar-total" x="{}" y="{}" width="{}" height="18"/>'
                 '<text class="axis" x="{}" y="{}">{}</text>',
                 label_w - 8,

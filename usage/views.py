@@ -8,6 +8,8 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET
 
 from .charts import HALF, WIDTH, hbars_of, rate_line, stacked_bars
@@ -26,15 +28,22 @@ def usage(request: HttpRequest) -> HttpResponse:
     everyone = bool(request.user.is_superuser)
     report = usage_report(user=request.user, days=days, everyone=everyone)
     per_day = [report.per_day[d] for d in report.days]
+    values = {"days": days}
+    tokens_title = (
+        ngettext("Tokens per day, last %(days)d day", "Tokens per day, last %(days)d days", days)
+        % values
+    )
     context: dict[str, Any] = {
         "days": days,
-        "periods": PERIODS,
+        "periods": [
+            (p, ngettext("%(days)d day", "%(days)d days", p) % {"days": p}) for p in PERIODS
+        ],
         "report": report,
         "rows": [(d, report.per_day[d]) for d in reversed(report.days)],
         "has_usage": report.total.calls > 0,
         "everyone": everyone,
         "tokens_chart": stacked_bars(
-            f"Tokens per day, last {days} days",
+            tokens_title,
             report.days,
             [
                 ("bar-cached", [float(t.cached) for t in per_day]),
@@ -43,7 +52,7 @@ def usage(request: HttpRequest) -> HttpResponse:
             ],
         ),
         "tokens_chart_narrow": stacked_bars(
-            f"Tokens per day, last {days} days",
+            tokens_title,
             report.days,
             [
                 ("bar-cached", [float(t.cached) for t in per_day]),
@@ -53,21 +62,31 @@ def usage(request: HttpRequest) -> HttpResponse:
             width=HALF,
         ),
         "cost_chart": stacked_bars(
-            f"Estimated cost per day (USD), last {days} days",
+            ngettext(
+                "Estimated cost per day (USD), last %(days)d day",
+                "Estimated cost per day (USD), last %(days)d days",
+                days,
+            )
+            % values,
             report.days,
             [("bar-cost", [float(t.cost) for t in per_day])],
             unit="$",
             width=HALF,
         ),
         "cache_chart": rate_line(
-            f"Prompt-cache hit rate per day, last {days} days",
+            ngettext(
+                "Prompt-cache hit rate per day, last %(days)d day",
+                "Prompt-cache hit rate per day, last %(days)d days",
+                days,
+            )
+            % values,
             report.days,
             [t.hit_rate for t in per_day],
             width=HALF,
         ),
-        "model_chart": hbars_of("Tokens per model", report.per_model, WIDTH),
-        "model_chart_narrow": hbars_of("Tokens per model", report.per_model, HALF),
-        "user_chart": hbars_of("Tokens per person", report.per_user, WIDTH),
-        "user_chart_narrow": hbars_of("Tokens per person", report.per_user, HALF),
+        "model_chart": hbars_of(_("Tokens per model"), report.per_model, WIDTH),
+        "model_chart_narrow": hbars_of(_("Tokens per model"), report.per_model, HALF),
+        "user_chart": hbars_of(_("Tokens per person"), report.per_user, WIDTH),
+        "user_chart_narrow": hbars_of(_("Tokens per person"), report.per_user, HALF),
     }
     return render(request, "usage/usage.html", context)

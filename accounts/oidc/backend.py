@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 
@@ -83,13 +84,16 @@ class OIDCBackend(OIDCAuthenticationBackend):
         except requests.RequestException as exc:
             logger.warning("single sign-on: token endpoint unreachable: %s", exc)
             raise ProviderUnavailable(
-                f"{provider_name()} cannot be reached right now. Try again in a minute.",
+                gettext("%(name)s cannot be reached right now. Try again in a minute.")
+                % {"name": provider_name()},
                 code="token_unreachable",
             ) from None
         except ValueError:
             raise ProviderUnavailable(
-                f"{provider_name()} sent something that is not a token answer. Try again in a "
-                "minute.",
+                gettext(
+                    "%(name)s sent something that is not a token answer. Try again in a minute."
+                )
+                % {"name": provider_name()},
                 code="token_not_json",
             ) from None
 
@@ -102,20 +106,27 @@ class OIDCBackend(OIDCAuthenticationBackend):
         logger.warning("single sign-on: token endpoint answered %s %s", status, error)
         if status >= 500 or not status:
             return ProviderUnavailable(
-                f"{provider_name()} failed to finish the sign-in ({status}). Try again in a "
-                "minute.",
+                gettext(
+                    "%(name)s failed to finish the sign-in (%(status)s). Try again in a minute."
+                )
+                % {"name": provider_name(), "status": status},
                 code="token_http_5xx",
             )
         if error == "invalid_grant":
             return CodeRejected(
-                f"{provider_name()} no longer accepts this sign-in: it took too long, or its "
-                "one-time code was already used. Start again.",
+                gettext(
+                    "%(name)s no longer accepts this sign-in: it took too long, or its "
+                    "one-time code was already used. Start again."
+                )
+                % {"name": provider_name()},
                 code="invalid_grant",
             )
         return ProviderMisconfigured(
-            f"{provider_name()} refused to finish the sign-in ({error or status}): single "
-            "sign-on is not set up correctly (client id, secret or redirect address). Tell your "
-            "administrator.",
+            gettext(
+                "%(name)s refused to finish the sign-in (%(error)s): single sign-on is not set "
+                "up correctly (client id, secret or redirect address). Tell your administrator."
+            )
+            % {"name": provider_name(), "error": error or status},
             code=f"token_{error or status}",
         )
 
@@ -123,16 +134,21 @@ class OIDCBackend(OIDCAuthenticationBackend):
         """The ID token's claims once its signature, issuer, audience, expiry and nonce hold."""
         if not isinstance(token, str) or not token:
             raise ProviderMisconfigured(
-                f"{provider_name()} sent no ID token (is 'openid' among HERMES_OIDC_SCOPES?). "
-                "Tell your administrator.",
+                gettext(
+                    "%(name)s sent no ID token (is 'openid' among HERMES_OIDC_SCOPES?). Tell "
+                    "your administrator."
+                )
+                % {"name": provider_name()},
                 code="no_id_token",
             )
         claims = self._decode(token, require=["iss", "aud", "exp", "iat", "sub"])
         nonce = kwargs.get("nonce")
         if not nonce or claims.get("nonce") != nonce:
             raise AnswerRejected(
-                "This sign-in's token was made for another sign-in (its nonce does not "
-                "match). Start again.",
+                gettext(
+                    "This sign-in's token was made for another sign-in (its nonce does not "
+                    "match). Start again."
+                ),
                 code="nonce_mismatch",
             )
         auth_time = claims.get("auth_time")
@@ -156,20 +172,25 @@ class OIDCBackend(OIDCAuthenticationBackend):
             )
         except jwt.ExpiredSignatureError:
             raise AnswerRejected(
-                f"The token {provider_name()} sent has expired (is this machine's clock "
-                "right?). Start again.",
+                gettext(
+                    "The token %(name)s sent has expired (is this machine's clock right?). "
+                    "Start again."
+                )
+                % {"name": provider_name()},
                 code="token_expired",
             ) from None
         except jwt.PyJWTError as exc:
             logger.warning("single sign-on: token refused: %s", exc)
             raise AnswerRejected(
-                f"The token {provider_name()} sent failed its checks ({exc}). Start again.",
+                gettext("The token %(name)s sent failed its checks (%(error)s). Start again.")
+                % {"name": provider_name(), "error": exc},
                 code="token_invalid",
             ) from None
         audience = claims.get("aud")
         if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != client_id:
             raise AnswerRejected(
-                f"The token {provider_name()} sent was issued to another application.",
+                gettext("The token %(name)s sent was issued to another application.")
+                % {"name": provider_name()},
                 code="token_azp",
             )
         return claims
@@ -197,7 +218,8 @@ class OIDCBackend(OIDCAuthenticationBackend):
             info = json_of(response, what="user info")
         if str(info.get("sub")) != str(payload.get("sub")):
             raise AnswerRejected(
-                f"{provider_name()} described someone else than who signed in.",
+                gettext("%(name)s described someone else than who signed in.")
+                % {"name": provider_name()},
                 code="userinfo_sub_mismatch",
             )
         claims.update(info)

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from ..models import Membership, SignInIdentity
 from .errors import SignInRefused
@@ -97,7 +98,9 @@ def person_from(claims: dict[str, Any]) -> Person:
 def _refused(code: str, reason: str) -> SignInRefused:
     logger.warning("single sign-on refused: %s", code)
     return SignInRefused(
-        reason + " Ask your team's administrator if you should have access.", code=code
+        gettext("%(reason)s Ask your team's administrator if you should have access.")
+        % {"reason": reason},
+        code=code,
     )
 
 
@@ -110,43 +113,68 @@ def check_admission(person: Person) -> None:
         if not person.email:
             raise _refused(
                 "no_email",
-                f"{name} did not send your e-mail address (claim "
-                f"{settings.HERMES_OIDC_EMAIL_CLAIM!r}), and only addresses at {allowed} may "
-                "sign in here.",
+                gettext(
+                    "%(name)s did not send your e-mail address (claim %(claim)s), and only "
+                    "addresses at %(allowed)s may sign in here."
+                )
+                % {
+                    "name": name,
+                    "claim": repr(settings.HERMES_OIDC_EMAIL_CLAIM),
+                    "allowed": allowed,
+                },
             )
         if not person.email_verified:
             raise _refused(
                 "email_unverified",
-                f"{name} has not verified your e-mail address {person.email}, and only "
-                f"verified addresses at {allowed} may sign in here.",
+                gettext(
+                    "%(name)s has not verified your e-mail address %(email)s, and only "
+                    "verified addresses at %(allowed)s may sign in here."
+                )
+                % {"name": name, "email": person.email, "allowed": allowed},
             )
         if person.email.rsplit("@", 1)[1].lower() not in domains:
             raise _refused(
                 "domain_not_allowed",
-                f"You signed in to {name} as {person.email}, but only addresses at {allowed} "
-                f"may use Hermes here. Sign out of {name} and sign in with that account.",
+                gettext(
+                    "You signed in to %(name)s as %(email)s, but only addresses at %(allowed)s "
+                    "may use Hermes here. Sign out of %(name)s and sign in with that account."
+                )
+                % {"name": name, "email": person.email, "allowed": allowed},
             )
     groups = settings.HERMES_OIDC_ALLOWED_GROUPS
     if groups:
         if person.groups is None:
             raise _refused(
                 "no_groups",
-                f"{name} did not say which groups you are in (claim "
-                f"{settings.HERMES_OIDC_GROUPS_CLAIM!r}), and only members of "
-                f"{', '.join(groups)} may sign in here.",
+                gettext(
+                    "%(name)s did not say which groups you are in (claim %(claim)s), and only "
+                    "members of %(groups)s may sign in here."
+                )
+                % {
+                    "name": name,
+                    "claim": repr(settings.HERMES_OIDC_GROUPS_CLAIM),
+                    "groups": ", ".join(groups),
+                },
             )
         admitted = {*groups, settings.HERMES_OIDC_ADMIN_GROUP} - {""}
         if not person.groups & admitted:
             raise _refused(
                 "group_not_allowed",
-                f"Only members of {', '.join(groups)} may use Hermes here, and {name} does "
-                "not list you in any of them.",
+                gettext(
+                    "Only members of %(groups)s may use Hermes here, and %(name)s does not "
+                    "list you in any of them."
+                )
+                % {"groups": ", ".join(groups), "name": name},
             )
 
 
 def _active(user: Any) -> Any:
     if not user.is_active:
-        raise _refused("deactivated", f"Your account {user.get_username()!r} here is deactivated.")
+        raise _refused(
+            "deactivated",
+            gettext("Your account %(name)s here is deactivated.")
+            % {"name": repr(user.get_username())},
+        )
     return user
 
 
@@ -161,15 +189,21 @@ def _linked_by_email(person: Person, issuer: str) -> Any:
     if len(matches) > 1:
         raise _refused(
             "email_ambiguous",
-            f"Several accounts here have the address {person.trusted_email}, so your sign-in "
-            "cannot tell which one is yours.",
+            gettext(
+                "Several accounts here have the address %(email)s, so your sign-in cannot "
+                "tell which one is yours."
+            )
+            % {"email": person.trusted_email},
         )
     user = _active(matches[0])
     if SignInIdentity.objects.filter(user=user, issuer=issuer).exists():
         raise _refused(
             "email_account_linked",
-            f"The account with the address {person.trusted_email} is already linked to "
-            f"another {provider_name()} account.",
+            gettext(
+                "The account with the address %(email)s is already linked to another "
+                "%(name)s account."
+            )
+            % {"email": person.trusted_email, "name": provider_name()},
         )
     logger.info("single sign-on linked a new subject to account %s by e-mail", user.pk)
     return user
@@ -181,8 +215,10 @@ def _username(person: Person) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _refused(
             "no_username",
-            f"{provider_name()} did not send the claim {claim_name!r} your username here "
-            "would be made from.",
+            gettext(
+                "%(name)s did not send the claim %(claim)s your username here would be made from."
+            )
+            % {"name": provider_name(), "claim": repr(claim_name)},
         )
     value = value.strip()
     try:
@@ -192,8 +228,11 @@ def _username(person: Person) -> str:
     except ValidationError:
         raise _refused(
             "bad_username",
-            f"{provider_name()} gave your name as {value!r} (claim {claim_name!r}), which is "
-            "not a username here (at most 150 letters, digits and @ . + - _).",
+            gettext(
+                "%(name)s gave your name as %(value)s (claim %(claim)s), which is not a "
+                "username here (at most 150 letters, digits and @ . + - _)."
+            )
+            % {"name": provider_name(), "value": repr(value), "claim": repr(claim_name)},
         ) from None
     return value
 
@@ -202,16 +241,22 @@ def _created(person: Person) -> Any:
     if not settings.HERMES_OIDC_CREATE_USERS:
         raise _refused(
             "no_account",
-            f"There is no account here for your {provider_name()} sign-in, and new accounts "
-            "are not made at sign-in.",
+            gettext(
+                "There is no account here for your %(name)s sign-in, and new accounts are not "
+                "made at sign-in."
+            )
+            % {"name": provider_name()},
         )
     username = _username(person)
     User = get_user_model()
     if User.objects.filter(username__iexact=username).exists():
         raise _refused(
             "username_taken",
-            f"There is already an account called {username!r} here, and it is not linked to "
-            f"your {provider_name()} sign-in.",
+            gettext(
+                "There is already an account called %(username)s here, and it is not linked to "
+                "your %(name)s sign-in."
+            )
+            % {"username": repr(username), "name": provider_name()},
         )
     user = User(username=username, email=person.trusted_email)
     user.set_unusable_password()

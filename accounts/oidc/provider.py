@@ -19,6 +19,7 @@ import jwt
 import requests
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.translation import gettext, gettext_noop
 
 from .errors import AnswerRejected, ProviderMisconfigured, ProviderUnavailable
 
@@ -58,6 +59,14 @@ def provider_name() -> str:
     return settings.HERMES_OIDC_NAME
 
 
+#: What is asked of the provider (`what`), named in the messages people see.
+ASKED_FOR = (
+    gettext_noop("discovery document"),
+    gettext_noop("signing keys"),
+    gettext_noop("user info"),
+)
+
+
 def discovery_url(issuer: str) -> tuple[str, str]:
     """The discovery document's URL and the issuer it must name, for the configured
     HERMES_OIDC_ISSUER (an issuer URL, or the document's own URL)."""
@@ -75,16 +84,22 @@ def answer_from(method: str, url: str, *, what: str, **kwargs: Any) -> requests.
     except requests.RequestException as exc:
         logger.warning("single sign-on: %s at %s unreachable: %s", what, url, exc)
         raise ProviderUnavailable(
-            f"{provider_name()} cannot be reached right now. Try again in a minute; if it "
-            "keeps happening, tell your administrator.",
+            gettext(
+                "%(name)s cannot be reached right now. Try again in a minute; if it keeps "
+                "happening, tell your administrator."
+            )
+            % {"name": provider_name()},
             code="unreachable",
         ) from None
     if response.status_code != 200:
         logger.warning("single sign-on: %s at %s answered %s", what, url, response.status_code)
         error = ProviderUnavailable if response.status_code >= 500 else ProviderMisconfigured
         raise error(
-            f"{provider_name()} answered {response.status_code} when asked for its {what}. "
-            "Try again in a minute; if it keeps happening, tell your administrator.",
+            gettext(
+                "%(name)s answered %(status)s when asked for its %(what)s. Try again in a "
+                "minute; if it keeps happening, tell your administrator."
+            )
+            % {"name": provider_name(), "status": response.status_code, "what": gettext(what)},
             code=f"{what.replace(' ', '_')}_http_{response.status_code}",
         )
     return response
@@ -98,8 +113,11 @@ def json_of(response: requests.Response, *, what: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         logger.warning("single sign-on: %s at %s is not a JSON object", what, response.url)
         raise ProviderUnavailable(
-            f"{provider_name()} sent something that is not its {what}. Try again in a minute; "
-            "if it keeps happening, tell your administrator.",
+            gettext(
+                "%(name)s sent something that is not its %(what)s. Try again in a minute; if "
+                "it keeps happening, tell your administrator."
+            )
+            % {"name": provider_name(), "what": gettext(what)},
             code=f"{what.replace(' ', '_')}_not_json",
         )
     return document
@@ -113,8 +131,11 @@ def fetch_json(url: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
 def _misconfigured(detail: str, code: str) -> ProviderMisconfigured:
     logger.error("single sign-on is misconfigured: %s", detail)
     return ProviderMisconfigured(
-        f"Single sign-on with {provider_name()} is not set up correctly: {detail} "
-        "Tell your administrator.",
+        gettext(
+            "Single sign-on with %(name)s is not set up correctly: %(detail)s Tell your "
+            "administrator."
+        )
+        % {"name": provider_name(), "detail": detail},
         code=code,
     )
 
@@ -123,15 +144,20 @@ def _from_document(document: dict[str, Any], expected_issuer: str) -> Provider:
     issuer = document.get("issuer")
     if not isinstance(issuer, str) or issuer.rstrip("/") != expected_issuer.rstrip("/"):
         raise _misconfigured(
-            f"its discovery document is for the issuer {issuer!r}, not {expected_issuer!r} "
-            "(HERMES_OIDC_ISSUER).",
+            gettext(
+                "its discovery document is for the issuer %(issuer)s, not %(expected)s "
+                "(HERMES_OIDC_ISSUER)."
+            )
+            % {"issuer": repr(issuer), "expected": repr(expected_issuer)},
             "issuer_mismatch",
         )
     endpoints = {}
     for name in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
         value = document.get(name)
         if not isinstance(value, str) or not value.startswith(("https://", "http://")):
-            raise _misconfigured(f"its discovery document has no {name}.", f"no_{name}")
+            raise _misconfigured(
+                gettext("its discovery document has no %(name)s.") % {"name": name}, f"no_{name}"
+            )
         endpoints[name] = value
     algorithms = document.get("id_token_signing_alg_values_supported") or ["RS256"]
     methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
@@ -174,13 +200,15 @@ def signing_key(token: str, found: Provider) -> Any:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError:
         raise AnswerRejected(
-            f"{provider_name()} sent a token that is not a JWT.", code="token_not_jwt"
+            gettext("%(name)s sent a token that is not a JWT.") % {"name": provider_name()},
+            code="token_not_jwt",
         ) from None
     algorithm = header.get("alg")
     allowed = ASYMMETRIC | (HMAC if settings.HERMES_OIDC_CLIENT_SECRET else frozenset())
     if algorithm not in allowed or algorithm not in found.signing_algorithms:
         raise AnswerRejected(
-            f"{provider_name()} signed its token with {algorithm!r}, which is not accepted.",
+            gettext("%(name)s signed its token with %(algorithm)s, which is not accepted.")
+            % {"name": provider_name(), "algorithm": repr(algorithm)},
             code="token_algorithm",
         )
     if algorithm in HMAC:
@@ -197,13 +225,16 @@ def signing_key(token: str, found: Provider) -> Any:
     ]
     if len(candidates) != 1:
         raise AnswerRejected(
-            f"{provider_name()} signed its token with a key it does not publish.",
+            gettext("%(name)s signed its token with a key it does not publish.")
+            % {"name": provider_name()},
             code="token_key_unknown",
         )
     try:
         return jwt.PyJWK(candidates[0], algorithm=algorithm)
     except jwt.PyJWTError:
-        raise _misconfigured("one of its signing keys cannot be read.", "bad_jwk") from None
+        raise _misconfigured(
+            gettext("one of its signing keys cannot be read."), "bad_jwk"
+        ) from None
 
 
 def end_session_url(*, id_token: str, after: str) -> str:

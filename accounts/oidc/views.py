@@ -18,6 +18,7 @@ from django.contrib.auth import views as auth_views
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render, resolve_url
+from django.utils.translation import gettext
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
@@ -42,13 +43,13 @@ ID_TOKEN_KEY = "hermes_oidc_id_token"
 def sign_in_error(request: HttpRequest, error: SignInError) -> HttpResponse:
     logger.warning("single sign-on failed: %s (%s)", error.code, type(error).__name__)
     if isinstance(error, ProviderUnavailable):
-        heading = f"Cannot reach {provider_name()}"
+        heading = gettext("Cannot reach %(name)s") % {"name": provider_name()}
     elif isinstance(error, ProviderMisconfigured):
-        heading = "Single sign-on is not working"
+        heading = gettext("Single sign-on is not working")
     elif isinstance(error, SignInRefused):
-        heading = "Cannot sign you in"
+        heading = gettext("Cannot sign you in")
     else:
-        heading = "The sign-in did not complete"
+        heading = gettext("The sign-in did not complete")
     response = render(
         request,
         "registration/sign_in_error.html",
@@ -121,7 +122,8 @@ class CallbackView(OIDCAuthenticationCallbackView):
             return sign_in_error(
                 request,
                 kind(
-                    f"{provider_name()} did not sign you in: {described or error}.",
+                    gettext("%(name)s did not sign you in: %(reason)s.")
+                    % {"name": provider_name(), "reason": described or error},
                     code=f"provider_{error[:40]}",
                 ),
             )
@@ -130,8 +132,11 @@ class CallbackView(OIDCAuthenticationCallbackView):
             return sign_in_error(
                 request,
                 AnswerRejected(
-                    f"This is where {provider_name()} sends you back after you sign in, but "
-                    "it brought nothing to sign in with. Start from the login page.",
+                    gettext(
+                        "This is where %(name)s sends you back after you sign in, but it "
+                        "brought nothing to sign in with. Start from the login page."
+                    )
+                    % {"name": provider_name()},
                     code="no_code",
                 ),
             )
@@ -139,9 +144,11 @@ class CallbackView(OIDCAuthenticationCallbackView):
             return sign_in_error(
                 request,
                 AnswerRejected(
-                    "This answer does not belong to a sign-in started in this browser: it "
-                    "was changed on the way, used already, or began in another browser or "
-                    "before your session ended. Start again.",
+                    gettext(
+                        "This answer does not belong to a sign-in started in this browser: it "
+                        "was changed on the way, used already, or began in another browser or "
+                        "before your session ended. Start again."
+                    ),
                     code="state_unknown",
                 ),
             )
@@ -154,7 +161,7 @@ class CallbackView(OIDCAuthenticationCallbackView):
             return sign_in_error(
                 request,
                 AnswerRejected(
-                    "The answer from the provider did not pass its checks. Start again.",
+                    gettext("The answer from the provider did not pass its checks. Start again."),
                     code="suspicious",
                 ),
             )
@@ -171,7 +178,10 @@ class CallbackView(OIDCAuthenticationCallbackView):
     def login_failure(self) -> HttpResponse:
         return sign_in_error(
             self.request,
-            SignInRefused(f"{provider_name()} did not sign you in here.", code="no_user"),
+            SignInRefused(
+                gettext("%(name)s did not sign you in here.") % {"name": provider_name()},
+                code="no_user",
+            ),
         )
 
 

@@ -15,6 +15,9 @@ from django.contrib import admin, messages
 from django.db.models import Model, Q, QuerySet
 from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse
+from django.utils.formats import number_format
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from .registry import entry_for, is_content
 from .serialize import row_dict
@@ -106,12 +109,14 @@ class OwnedModelAdmin(admin.ModelAdmin):
         extra_context = dict(extra_context or {})
         if self.content_hidden(request) and request.method == "GET":
             total = self.model._default_manager.count()
-            self.message_user(
-                request,
-                f"Only your own rows are listed: other people's content is hidden "
-                f"(HERMES_ADMIN_CONTENT_ACCESS is off). {total:,} rows in all.",
-                level=messages.INFO,
+            hidden = gettext(
+                "Only your own rows are listed: other people's content is hidden "
+                "(HERMES_ADMIN_CONTENT_ACCESS is off)."
             )
+            rows = ngettext("%(count)s row in all.", "%(count)s rows in all.", total) % {
+                "count": number_format(total, force_grouping=True)
+            }
+            self.message_user(request, f"{hidden} {rows}", level=messages.INFO)
         elif self._reads_others(request):
             others = self.get_queryset(request).filter(self._others_q(request))
             count = others.count()
@@ -147,7 +152,7 @@ class OwnedModelAdmin(admin.ModelAdmin):
             actions["export_selected"] = (
                 OwnedModelAdmin.export_selected,
                 "export_selected",
-                "Export selected %(verbose_name_plural)s (JSON)",
+                _("Export selected %(verbose_name_plural)s (JSON)"),
             )
         return actions
 
@@ -171,6 +176,13 @@ class OwnedModelAdmin(admin.ModelAdmin):
         name = self.model._meta.model_name
         response["Content-Disposition"] = f'attachment; filename="{name}-export.json"'
         return response
+
+    # --- columns ------------------------------------------------------------------------------
+
+    @admin.display(description=_("ID"), ordering="pk")
+    def row_id(self, obj: Model) -> Any:
+        """The row's id, for models whose id Django made (its "ID" is not translated)."""
+        return obj.pk
 
     # --- ownership --------------------------------------------------------------------------
 

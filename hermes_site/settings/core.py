@@ -77,10 +77,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language of the browser (the login page's switch, else Accept-Language) …
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.proxy_auth.ProxyHeaderMiddleware",
+    # … unless the signed-in person chose one on the Account page.
+    "accounts.middleware.PersonLanguageMiddleware",
     "accounts.middleware.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -182,7 +186,10 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not _COLLECTED
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# English is the source; docs/glossary-zh-Hans.md keeps the Chinese terms consistent.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = declare_str(
     "TIME_ZONE", "UTC", help="Time zone of pages and of the daily quotas' day boundary."
 )

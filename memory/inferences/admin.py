@@ -14,6 +14,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core.exceptions import ServiceError
 from core.privacy.admin_base import OwnedModelAdmin
@@ -55,7 +57,7 @@ class InferenceAdminForm(forms.ModelForm):
 class InferenceAdmin(OwnedModelAdmin):
     form = InferenceAdminForm
     list_display = (
-        "id",
+        "row_id",
         "short_statement",
         "owner",
         "category",
@@ -93,11 +95,11 @@ class InferenceAdmin(OwnedModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.display(description="statement")
+    @admin.display(description=_("statement"))
     def short_statement(self, obj: Inference) -> str:
         return obj.statement[:80]
 
-    @admin.display(description="evidence")
+    @admin.display(description=_("evidence"))
     def evidence_messages(self, obj: Inference) -> str:
         rows = obj.evidence.filter(session__owner_id=obj.owner_id).order_by("id")
         return (
@@ -121,20 +123,29 @@ class InferenceAdmin(OwnedModelAdmin):
     def _feedback(self, request: HttpRequest, queryset: QuerySet, helpful: bool) -> None:
         for obj in queryset:
             services.inference_feedback(user=obj.owner_id, inference_id=obj.pk, helpful=helpful)
-        self.message_user(request, f"Feedback recorded for {queryset.count()} inference(s).")
+        count = queryset.count()
+        self.message_user(
+            request,
+            ngettext(
+                "Feedback recorded for %(count)d inference.",
+                "Feedback recorded for %(count)d inferences.",
+                count,
+            )
+            % {"count": count},
+        )
 
-    @admin.action(description="Mark selected inferences helpful (trust +0.05)")
+    @admin.action(description=_("Mark selected inferences helpful (trust +0.05)"))
     def mark_helpful(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._feedback(request, queryset, True)
 
-    @admin.action(description="Mark selected inferences not helpful (trust −0.10)")
+    @admin.action(description=_("Mark selected inferences not helpful (trust −0.10)"))
     def mark_unhelpful(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._feedback(request, queryset, False)
 
 
 class InferenceUseAdmin(OwnedModelAdmin):
     owner_field = "inference__owner"
-    list_display = ("id", "inference", "message", "score", "created_at")
+    list_display = ("row_id", "inference", "message", "score", "created_at")
     list_select_related = ("inference", "message")
     readonly_fields = ("inference", "message", "score", "created_at")
 
@@ -178,7 +189,7 @@ class InferenceSettingsAdmin(OwnedModelAdmin):
 
 
 class InferenceTombstoneAdmin(OwnedModelAdmin):
-    list_display = ("id", "owner", "digest", "created_at")
+    list_display = ("row_id", "owner", "digest", "created_at")
     readonly_fields = ("owner", "digest", "created_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -226,7 +237,7 @@ class ProviderConfigForm(forms.ModelForm):
         cleaned = super().clean()
         if not self.provider_name or not config._properties(self.schema):
             raise forms.ValidationError(
-                "No memory provider with settings is active (HERMES_MEMORY_PROVIDER)."
+                _("No memory provider with settings is active (HERMES_MEMORY_PROVIDER).")
             )
         values = {k: cleaned.get(k) for k in config._properties(self.schema)}
         try:
@@ -250,7 +261,7 @@ class ProviderConfigAdmin(admin.ModelAdmin):
 
     list_display = ("name", "is_active", "updated_at")
 
-    @admin.display(boolean=True, description="active")
+    @admin.display(boolean=True, description=_("active"))
     def is_active(self, obj: ProviderConfig) -> bool:
         from ..providers.manager import active_provider_name
 
@@ -273,7 +284,9 @@ class ProviderConfigAdmin(admin.ModelAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
         name = self._name(request, obj)
         schema = provider_schema(name)
-        title = schema.get("title") or (f"Memory provider “{name}”" if name else "")
+        title = schema.get("title") or (
+            _("Memory provider “%(name)s”") % {"name": name} if name else ""
+        )
         keys = list(config._properties(schema))
         return [(title or None, {"fields": keys})]
 
@@ -292,7 +305,10 @@ class ProviderConfigAdmin(admin.ModelAdmin):
             provider_cls().save_config(saved.values)
         except Exception:
             logger.exception("memory provider %s failed in save_config", saved.name)
-            messages.warning(request, f"Saved, but the provider “{saved.name}” reported an error.")
+            messages.warning(
+                request,
+                _("Saved, but the provider “%(name)s” reported an error.") % {"name": saved.name},
+            )
 
     def _superuser(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_superuser

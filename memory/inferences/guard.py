@@ -19,6 +19,8 @@ import hashlib
 import re
 import unicodedata
 
+from django.utils.translation import gettext, gettext_lazy
+
 from ..scanner import blocked_reason, scan
 
 MAX_STATEMENT_CHARS = 300
@@ -89,9 +91,33 @@ def imperative_reason(text: str) -> str:
     return ""
 
 
+#: The reasons above (kept in English with the inference) as the person reads them.
+_REASONS_SHOWN = {
+    "contains a link": gettext_lazy("contains a link"),
+    "contains an address to send things to": gettext_lazy("contains an address to send things to"),
+    "names one of the agent's tools": gettext_lazy("names one of the agent's tools"),
+    "is an instruction to the assistant, not a fact about you": gettext_lazy(
+        "is an instruction to the assistant, not a fact about you"
+    ),
+    "asks for something to be sent or done": gettext_lazy("asks for something to be sent or done"),
+}
+_THREAT_PREFIX = "matches threat pattern(s): "
+
+
+def reason_shown(reason: str) -> str:
+    """A stored quarantine reason ("contains a link") in the active language."""
+    if reason in _REASONS_SHOWN:
+        return str(_REASONS_SHOWN[reason])
+    if reason.startswith(_THREAT_PREFIX):
+        return gettext("matches threat pattern(s): %(patterns)s") % {
+            "patterns": reason.removeprefix(_THREAT_PREFIX)
+        }
+    return reason
+
+
 def quarantine_reason(text: str) -> str:
     """'' when `text` may be recalled; otherwise why it is held for the person's review."""
     findings = scan(text, scope="strict")
     if findings:
-        return f"matches threat pattern(s): {blocked_reason(findings)}"[:300]
+        return f"{_THREAT_PREFIX}{blocked_reason(findings)}"[:300]
     return imperative_reason(text)

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from core.exceptions import NotFound, ServiceError
 from sessions_app.models import Message
@@ -31,6 +32,7 @@ from .guard import (
     clean_statement,
     normalise,
     quarantine_reason,
+    reason_shown,
     statement_digest,
 )
 from .selectors import inference_allowed, user_id_of
@@ -187,23 +189,28 @@ def inferences_store(
 
 def check_statement(text: Any) -> str:
     """A statement the person typed, cleaned, or a ServiceError saying what to change."""
+    # What the person typed is refused in their language (pages, the admin and the API).
     if not isinstance(text, str):
-        raise ServiceError("invalid", "The statement must be text.")
+        raise ServiceError("invalid", gettext("The statement must be text."))
     cleaned = clean_statement(text)
     if not cleaned:
-        raise ServiceError("invalid", "The statement cannot be empty.")
+        raise ServiceError("invalid", gettext("The statement cannot be empty."))
     if len(cleaned) > MAX_STATEMENT_CHARS:
         raise ServiceError(
             "too_long",
-            f"The statement is {len(cleaned):,} characters; the limit is {MAX_STATEMENT_CHARS}.",
+            gettext("The statement is %(size)s characters; the limit is %(limit)s.")
+            % {"size": f"{len(cleaned):,}", "limit": MAX_STATEMENT_CHARS},
         )
     reason = quarantine_reason(cleaned)
     if reason:
         raise ServiceError(
             "refused",
-            f"Not saved: this {reason}. Inferences are facts about you, such as "
-            "“Prefers short answers”; instructions for the assistant belong in your custom "
-            "instructions on the Account page.",
+            gettext(
+                "Not saved: this %(reason)s. Inferences are facts about you, such as "
+                "“Prefers short answers”; instructions for the assistant belong in your "
+                "custom instructions on the Account page."
+            )
+            % {"reason": reason_shown(reason)},
             reason=reason,
         )
     return cleaned
@@ -227,7 +234,8 @@ def inference_correct(*, user: Any, inference_id: Any, statement: Any) -> Infere
             .exists()
         ):
             raise ServiceError(
-                "duplicate", "Another inference already says this; delete one of them instead."
+                "duplicate",
+                gettext("Another inference already says this; delete one of them instead."),
             )
         if inference.statement_hash != digest:
             _tombstone(uid, [inference.statement_hash])

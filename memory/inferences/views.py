@@ -13,6 +13,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from core.exceptions import NotFound, ServiceError
@@ -21,6 +23,7 @@ from ..models import Inference
 from ..providers.manager import active_provider_name
 from . import selectors, services
 from .config import local_config
+from .guard import reason_shown
 
 
 def _render(
@@ -29,6 +32,7 @@ def _render(
     grouped = selectors.inferences_for_page(user=request.user)
     for items in grouped.values():
         for item in items:
+            item.reason_shown = reason_shown(item.inference.quarantine_reason)
             if edit is not None and item.inference.pk == edit[0]:
                 item.edit_text, item.edit_error = edit[1], edit[2]
     context: dict[str, Any] = {
@@ -66,7 +70,7 @@ def inference_edit(request: HttpRequest, inference_id: int) -> HttpResponse:
         raise  # ServiceErrorMiddleware: the 404 page, for another person's inference too
     except ServiceError as exc:
         return _render(request, status=400, edit=(inference_id, text, exc.message))
-    messages.success(request, "Inference corrected.")
+    messages.success(request, _("Inference corrected."))
     return _back(inference_id)
 
 
@@ -75,16 +79,19 @@ def inference_edit(request: HttpRequest, inference_id: int) -> HttpResponse:
 def inference_feedback(request: HttpRequest, inference_id: int) -> HttpResponse:
     value = request.POST.get("helpful")
     if value not in ("yes", "no"):
-        messages.error(request, "Choose helpful or not helpful.")
+        messages.error(request, _("Choose helpful or not helpful."))
         return _back(inference_id)
     inference = services.inference_feedback(
         user=request.user, inference_id=inference_id, helpful=value == "yes"
     )
     messages.success(
         request,
-        f"Thanks — trust is now {inference.trust:.2f}."
-        if value == "yes"
-        else f"Noted — trust is now {inference.trust:.2f}.",
+        (
+            _("Thanks — trust is now %(trust)s.")
+            if value == "yes"
+            else _("Noted — trust is now %(trust)s.")
+        )
+        % {"trust": f"{inference.trust:.2f}"},
     )
     return _back(inference_id)
 
@@ -93,7 +100,7 @@ def inference_feedback(request: HttpRequest, inference_id: int) -> HttpResponse:
 @require_POST
 def inference_delete(request: HttpRequest, inference_id: int) -> HttpResponse:
     services.inference_delete(user=request.user, inference_id=inference_id)
-    messages.success(request, "Inference deleted. It will not be used or inferred again.")
+    messages.success(request, _("Inference deleted. It will not be used or inferred again."))
     return _back()
 
 
@@ -103,9 +110,10 @@ def inference_delete_all(request: HttpRequest) -> HttpResponse:
     count = services.inferences_delete_all(user=request.user)
     messages.success(
         request,
-        f"Deleted {count} inference{'' if count == 1 else 's'}."
+        ngettext("Deleted %(count)d inference.", "Deleted %(count)d inferences.", count)
+        % {"count": count}
         if count
-        else "There was nothing to delete.",
+        else _("There was nothing to delete."),
     )
     return _back()
 
@@ -117,6 +125,8 @@ def inference_consent(request: HttpRequest) -> HttpResponse:
     services.inference_settings_set(user=request.user, enabled=enabled)
     messages.success(
         request,
-        "Inference is on." if enabled else "Inference is off: nothing new is inferred or recalled.",
+        _("Inference is on.")
+        if enabled
+        else _("Inference is off: nothing new is inferred or recalled."),
     )
     return _back()

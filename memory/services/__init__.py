@@ -4,7 +4,10 @@ the REST API, the admin and imports, plus the frozen prompt snapshot.
     validation  target / text / operation checks (before any lock)
     engine      Hermes' matching and apply rules on an in-memory copy
     anchor      the (user, target) row lock, version bump and limits, in one statement
-    store       the locked write (budget, persistence, audit)
+                (on SQLite the same statement returns the list)
+    store       the locked write (budget, audit, errors)
+    persist     writing the difference; on PostgreSQL one entry and its audit row in one
+                data-modifying CTE
     entries     add / replace / remove / batch / id-based edits / approvals / removing
                 what one writer wrote (the notes learned from a chat import)
     transfer    MEMORY.md / USER.md import; a file over the limit held for the owner's choice

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from core.exceptions import NotFound, ServiceError
 
@@ -194,12 +195,23 @@ class Removed:
         return self.removed + self.rejected
 
     def message(self) -> str:
+        """What the person reads, in the active language."""
         if not self.total:
-            return "There was nothing to remove: those notes are gone already."
-        text = f"Removed {self.removed} note{'' if self.removed == 1 else 's'}"
+            return gettext("There was nothing to remove: those notes are gone already.")
+        values = {"removed": self.removed, "rejected": self.rejected}
         if self.rejected:
-            text += f" and rejected {self.rejected} waiting for your approval"
-        return text + "."
+            return (
+                ngettext(
+                    "Removed %(removed)d note and rejected %(rejected)d waiting for your approval.",
+                    "Removed %(removed)d notes and rejected %(rejected)d waiting for your "
+                    "approval.",
+                    self.removed,
+                )
+                % values
+            )
+        return ngettext("Removed %(removed)d note.", "Removed %(removed)d notes.", self.removed) % (
+            values
+        )
 
 
 def memory_entries_remove_by_writer(

@@ -8,8 +8,9 @@ goes through `write`, which:
 2. serialises writers per (user, target): SQLite's IMMEDIATE transactions take the write
    lock at BEGIN, and on PostgreSQL the first statement bumps the `MemoryAnchor` row's
    version, which locks it (the same statement reads the owner's limits);
-3. reloads the list under that lock, applies the operations to a copy, checks the budget
-   on the final state and only then writes the difference.
+3. reloads the list under that lock (on SQLite in that same statement), applies the
+   operations to a copy, checks the budget on the final state and only then writes the
+   difference and its audit rows (`persist`; on PostgreSQL one statement for one entry).
 
 Semantics follow Hermes' memory tool (tools/memory_tool.py): empty content refused, exact
 duplicates succeed without a new entry, replace/remove match a unique substring (an exact
@@ -24,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.exceptions import ServiceError
@@ -39,8 +39,9 @@ from ..selectors import (
     memory_contents,
     usage_of,
 )
-from .anchor import lock_anchor
+from .anchor import lock_and_load
 from .engine import Change, OpFailed, Slot, apply_ops
+from .persist import persist, persist_logged
 from .validation import ACTIONS, Op, Provenance, check_content, check_target, clean_text, sanitized
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class WriteResult:
     changed: bool = False
     staged: bool = False
     applied: int = 0
+    #: An import's counts: (entries added, already there, removed as not in the file).
+    imported: tuple[int, int, int] | None = None
 
     def tool_payload(self) -> dict[str, Any]:
         """Hermes' terminal success shape; entries are not echoed."""
@@ -84,71 +87,6 @@ class WriteResult:
         elif self.replaced:
             payload["replaced_entries"] = {str(i): text for i, text in self.replaced.items()}
         return payload
-
-
-def _persist(
-    user: AbstractBaseUser,
-    target: str,
-    loaded: list[MemoryEntry],
-    slots: list[Slot],
-    provenance: Provenance,
-    session_id: str | None,
-    message_id: int | None,
-) -> None:
-    """Write the difference between `loaded` and `slots`. Call holding the anchor lock."""
-    now = timezone.now()
-    kept = {s.entry.pk for s in slots if s.entry is not None}
-    gone = [e.pk for e in loaded if e.pk not in kept]
-    if gone:
-        # One statement, not Django's collector (a SELECT per related model): the entries'
-        # pending proposals go with them, and the database's trigger (migration
-        # 0004_entry_release) unlinks their snapshot rows and audit events.
-        doomed = MemoryEntry.objects.filter(Q(pk__in=gone) | Q(pending_of__in=gone))
-        doomed._raw_delete(doomed.db)
-    updated = [s for s in slots if s.entry is not None and s.changed]
-    if len(updated) > 1:
-        # Two entries may swap texts; park their digests first so the partial unique
-        # index never sees a transient duplicate.
-        for s in updated:
-            MemoryEntry.objects.filter(pk=s.entry.pk).update(content_hash=f"moving:{s.entry.pk}")
-    for s in updated:
-        entry = s.entry
-        entry.content = s.content
-        entry.content_hash = content_digest(s.content)
-        entry.updated_at = now
-        # Provenance follows the text: the entry now says what this writer wrote.
-        entry.source = provenance.source
-        entry.source_client = provenance.client
-        entry.source_session_id = session_id
-        entry.source_message_id = message_id
-        entry.save(
-            update_fields=[
-                "content",
-                "content_hash",
-                "updated_at",
-                "source",
-                "source_client",
-                "source_session",
-                "source_message",
-            ]
-        )
-    new = [s for s in slots if s.entry is None]
-    if new:
-        top = max((e.order for e in loaded), default=0)
-        for offset, s in enumerate(new, start=1):
-            s.entry = MemoryEntry.objects.create(
-                owner=user,
-                target=target,
-                content=s.content,
-                content_hash=content_digest(s.content),
-                order=top + offset,
-                source=provenance.source,
-                source_client=provenance.client,
-                source_session_id=session_id,
-                source_message_id=message_id,
-                created_at=now,
-                updated_at=now,
-            )
 
 
 def _resolve_provenance(
@@ -176,20 +114,26 @@ def log_events(
     session_id: str | None,
     events: list[dict[str, Any]],
 ) -> None:
-    actor = provenance.actor if provenance.actor is not None else user
     MemoryEvent.objects.bulk_create(
-        [
-            MemoryEvent(
-                owner=user,
-                actor=actor,
-                source=provenance.source,
-                source_client=provenance.client,
-                target=target,
-                session_id=session_id,
-                **event,
-            )
-            for event in events
-        ]
+        [_event(user, target, provenance, session_id, **event) for event in events]
+    )
+
+
+def _event(
+    user: AbstractBaseUser,
+    target: str,
+    provenance: Provenance,
+    session_id: str | None,
+    **event: Any,
+) -> MemoryEvent:
+    return MemoryEvent(
+        owner=user,
+        actor=provenance.actor if provenance.actor is not None else user,
+        source=provenance.source,
+        source_client=provenance.client,
+        target=target,
+        session_id=session_id,
+        **event,
     )
 
 
@@ -340,15 +284,10 @@ def write(
     failing = clean[0]
     try:
         with transaction.atomic():
-            prefs = lock_anchor(user, target)
+            prefs, loaded = lock_and_load(user, target)
             if stage is None:
                 stage = prefs.approval and provenance.source in AGENT_SOURCES
             limit = prefs.limit(target)
-            loaded = list(
-                MemoryEntry.objects.active()
-                .filter(owner=user, target=target)
-                .order_by("order", "id")
-            )
             before = Usage(usage_of([e.content for e in loaded]), limit, len(loaded))
             slots = [Slot(e.content, e) for e in loaded]
             try:
@@ -374,22 +313,16 @@ def write(
                     user, target, loaded, changes, provenance, session_id, message_id, before
                 )
             if changes:
-                _persist(user, target, loaded, slots, provenance, session_id, message_id)
-                log_events(
+                _record(
                     user,
                     target,
+                    loaded,
+                    slots,
+                    changes,
                     provenance,
                     session_id,
-                    [
-                        {
-                            "action": event_action or c.action,
-                            "entry": c.slot.entry if c.slot is not None else None,
-                            "before": c.before,
-                            "after": c.after,
-                            "verdict": MemoryEvent.Verdict.ACCEPTED,
-                        }
-                        for c in changes
-                    ],
+                    message_id,
+                    event_action,
                 )
             if on_success is not None:
                 on_success()
@@ -421,6 +354,36 @@ def write(
         changed=bool(changes),
         applied=len(changes),
     )
+
+
+def _record(
+    user: AbstractBaseUser,
+    target: str,
+    loaded: list[MemoryEntry],
+    slots: list[Slot],
+    changes: list[Change],
+    provenance: Provenance,
+    session_id: str | None,
+    message_id: int | None,
+    event_action: str | None,
+) -> None:
+    """Write the changes and their audit rows. Call holding the anchor lock."""
+
+    def accepted(c: Change) -> dict[str, Any]:
+        return {
+            "action": event_action or c.action,
+            "entry": c.slot.entry if c.slot is not None else None,
+            "before": c.before,
+            "after": c.after,
+            "verdict": MemoryEvent.Verdict.ACCEPTED,
+        }
+
+    if connection.vendor == "postgresql" and len(changes) == 1:
+        event = _event(user, target, provenance, session_id, **accepted(changes[0]))
+        if persist_logged(user, target, loaded, slots, event, provenance, session_id, message_id):
+            return
+    persist(user, target, loaded, slots, provenance, session_id, message_id)
+    log_events(user, target, provenance, session_id, [accepted(c) for c in changes])
 
 
 def _success_message(changes: list[Change], notes: list[str], *, batch: bool) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from core.exceptions import ServiceError
 
@@ -75,6 +76,7 @@ def memory_import(
     if removed:
         parts.append(f"Removed {removed} not in the file.")
     result.message = " ".join(parts)
+    result.imported = (added, len(entries) - added, removed)
     return result
 
 
@@ -239,13 +241,18 @@ def memory_import_resolve(
     provenance = provenance or Provenance(source=Source.IMPORT)
     target = check_target(target)
     if choice not in HELD_CHOICES:
-        raise ServiceError("invalid", "Choose to raise the limit, import what fits, or discard.")
+        raise ServiceError(
+            "invalid", gettext("Choose to raise the limit, import what fits, or discard.")
+        )
     name = FILE_LABELS[Target(target)]
     with transaction.atomic():
         lock_anchor(user, target)
         rows = _held_rows(user, target)
         if not rows:
-            raise ServiceError("nothing_held", f"No entries from {name} are waiting any more.")
+            raise ServiceError(
+                "nothing_held",
+                gettext("No entries from %(file)s are waiting any more.") % {"file": name},
+            )
         if choice == "discard":
             MemoryEntry.objects.filter(pk__in=[r.pk for r in rows]).delete()
             log_events(
@@ -263,7 +270,11 @@ def memory_import_resolve(
                     for r in rows
                 ],
             )
-            return f"{name}: discarded {_entries(len(rows))} that did not fit."
+            return ngettext(
+                "%(file)s: discarded %(count)d entry that did not fit.",
+                "%(file)s: discarded %(count)d entries that did not fit.",
+                len(rows),
+            ) % {"file": name, "count": len(rows)}
         existing = _active_contents(user, target)
         plan = fit_plan(
             existing=existing,
@@ -275,10 +286,9 @@ def memory_import_resolve(
             take = plan.new
             if plan.over:
                 _set_limit(user, target, plan.size_all)
-                raised = (
-                    f" Your limit was raised from {plan.limit:,} to {plan.size_all:,} "
-                    "characters to fit them."
-                )
+                raised = " " + gettext(
+                    "Your limit was raised from %(before)s to %(after)s characters to fit them."
+                ) % {"before": f"{plan.limit:,}", "after": f"{plan.size_all:,}"}
         else:
             take = plan.new[: plan.fits]
         if take:
@@ -295,17 +305,23 @@ def memory_import_resolve(
         now_in = set(existing) | set(take)
         MemoryEntry.objects.filter(pk__in=[r.pk for r in rows if r.content in now_in]).delete()
         left = len(plan.new) - len(take)
-    message = f"{name}: imported {_entries(len(take))}.{raised}"
-    if left:
-        message += (
-            f" {_entries(left).capitalize()} did not fit and "
-            f"{'is' if left == 1 else 'are'} still waiting for your choice."
+    # What the person reads (the Account page), in their language.
+    message = (
+        ngettext(
+            "%(file)s: imported %(count)d entry.",
+            "%(file)s: imported %(count)d entries.",
+            len(take),
         )
+        % {"file": name, "count": len(take)}
+        + raised
+    )
+    if left:
+        message += " " + ngettext(
+            "%(count)d entry did not fit and is still waiting for your choice.",
+            "%(count)d entries did not fit and are still waiting for your choice.",
+            left,
+        ) % {"count": left}
     return message
-
-
-def _entries(n: int) -> str:
-    return f"{n} entr{'y' if n == 1 else 'ies'}"
 
 
 def _set_limit(user: AbstractBaseUser, target: str, limit: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from memory.models import Source
 from memory.provenance import Writer
@@ -27,11 +28,13 @@ def import_phrase(job: ChatImportJob) -> str:
     """ "your ChatGPT import of 2024-05-01" (the format is unknown until it is imported)."""
     name = IMPORT_SOURCES.get(job.source)
     when = f"{timezone.localtime(job.created_at):%Y-%m-%d}"
-    return f"your {name} import of {when}" if name else f"your import of {when}"
+    if name:
+        return gettext("your %(name)s import of %(when)s") % {"name": name, "when": when}
+    return gettext("your import of %(when)s") % {"when": when}
 
 
 def learned_label(job: ChatImportJob) -> str:
-    return f"Learned from {import_phrase(job)}"
+    return gettext("Learned from %(phrase)s") % {"phrase": import_phrase(job)}
 
 
 def learned_writers(user: AbstractBaseUser, clients: set[str]) -> dict[str, Writer]:

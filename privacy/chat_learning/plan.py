@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, Sum, Value
 from django.db.models.functions import Coalesce, Least, Length
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from memory.inferences.config import local_config
 from memory.inferences.selectors import inference_allowed
@@ -41,11 +42,11 @@ _CHUNK = 400
 def learn_unavailable(*, user: AbstractBaseUser) -> str:
     """Why the option cannot be used for `user` now ("" when it can)."""
     if settings.HERMES_IMPORT_LEARN_CONVERSATIONS <= 0:
-        return "Learning from imports is turned off on this server."
+        return gettext("Learning from imports is turned off on this server.")
     if not llm.is_configured():
-        return "No model is configured on this server, so there is nothing to learn with."
+        return gettext("No model is configured on this server, so there is nothing to learn with.")
     if not memory_settings(user=user)[0]:
-        return "Memory is off for your account: turn it on above to let Hermes learn."
+        return gettext("Memory is off for your account: turn it on above to let Hermes learn.")
     return ""
 
 

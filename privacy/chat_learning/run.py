@@ -15,7 +15,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
+from accounts.language import speaking_to
 from core.leases import Lease, LeaseLost, lease_acquire, lease_heartbeat, raise_if_held
 from core.queue import task_send
 from core.realtime import notice_to_user
@@ -123,9 +125,15 @@ def _learn_holding(lease: Lease) -> str:
     owner = job.owner
     state = dict(job.learning)
     batches: list[list[str]] = state.get("batches") or []
-    reason = learn_unavailable(user=owner) if owner.is_active else "The account is inactive."
+    with speaking_to(owner.pk):
+        reason = (
+            learn_unavailable(user=owner)
+            if owner.is_active
+            else gettext("The account is inactive.")
+        )
+        if reason:
+            state["note"] = gettext("Nothing was learned: %(reason)s") % {"reason": reason}
     if reason:
-        state["note"] = f"Nothing was learned: {reason}"
         return _end(lease, owner, state)
     infer = inferences_on(user=owner)
     began = time.monotonic()
@@ -155,10 +163,14 @@ def _learn_holding(lease: Lease) -> str:
             if isinstance(exc, llm.LLMError)
             else f"no answer within {settings.HERMES_REVIEW_TIME_LIMIT} s"
         )
-        return _end(lease, owner, state, error=f"The model failed ({detail[:150]}).")
+        with speaking_to(owner.pk):
+            error = gettext("The model failed (%(detail)s).") % {"detail": detail[:150]}
+        return _end(lease, owner, state, error=error)
     except Exception as exc:
         logger.exception("learning of chat import %s failed", job.pk)
-        return _end(lease, owner, state, error=f"The learning stopped ({type(exc).__name__}).")
+        with speaking_to(owner.pk):
+            error = gettext("The learning stopped (%(error)s).") % {"error": type(exc).__name__}
+        return _end(lease, owner, state, error=error)
     return _end(lease, owner, state)
 
 
@@ -276,43 +288,73 @@ def learning_summary(state: dict[str, Any]) -> list[str]:
         considered, chosen, done = state["considered"], state["chosen"], state["done"]
         if not chosen:
             lines.append(
-                f"None of the {considered:,} conversation(s) had enough of your own words to "
-                "learn from."
+                gettext(
+                    "None of the %(considered)s conversation(s) had enough of your own words to "
+                    "learn from."
+                )
+                % {"considered": f"{considered:,}"}
             )
         else:
-            why = (
-                f": the {chosen:,} with the most of your own words, newer ones first"
-                if chosen < considered
-                else ""
-            )
-            lines.append(f"Read {done:,} of the {considered:,} conversation(s){why}.")
+            numbers = {
+                "done": f"{done:,}",
+                "considered": f"{considered:,}",
+                "chosen": f"{chosen:,}",
+            }
+            if chosen < considered:
+                line = gettext(
+                    "Read %(done)s of the %(considered)s conversation(s): the %(chosen)s with "
+                    "the most of your own words, newer ones first."
+                )
+            else:
+                line = gettext("Read %(done)s of the %(considered)s conversation(s).")
+            lines.append(line % numbers)
         lines.append(
-            f"Memory: {state.get('notes', 0)} note(s) saved, {state.get('pending', 0)} waiting "
-            f"for your approval, {state.get('blocked', 0)} blocked by the safety check."
+            gettext(
+                "Memory: %(notes)s note(s) saved, %(pending)s waiting for your approval, "
+                "%(blocked)s blocked by the safety check."
+            )
+            % {
+                "notes": state.get("notes", 0),
+                "pending": state.get("pending", 0),
+                "blocked": state.get("blocked", 0),
+            }
         )
         if state.get("inferences"):
             lines.append(
-                f"Inferences: {state['inferences']} new, each pointing at the imported "
-                "messages it comes from."
+                gettext(
+                    "Inferences: %(count)s new, each pointing at the imported messages it "
+                    "comes from."
+                )
+                % {"count": state["inferences"]}
             )
     if state.get("calls"):
         tokens = state["prompt_tokens"] + state["completion_tokens"]
         cost = Decimal(state.get("cost_usd") or 0)
-        price = f", about ${cost:.2f}" if cost else ""
-        lines.append(f"Model calls: {state['calls']} ({tokens:,} tokens{price}).")
+        values = {"calls": state["calls"], "tokens": f"{tokens:,}", "cost": f"{cost:.2f}"}
+        if cost:
+            line = gettext("Model calls: %(calls)s (%(tokens)s tokens, about $%(cost)s).")
+        else:
+            line = gettext("Model calls: %(calls)s (%(tokens)s tokens).")
+        lines.append(line % values)
     left = state.get("chosen", 0) - state.get("done", 0)
     if state.get("stopped") == "calls":
         lines.append(
-            f"Stopped at the limit of {settings.HERMES_IMPORT_LEARN_MAX_CALLS} model calls: "
-            f"{left:,} chosen conversation(s) were not read. Upload the export again with the "
-            "option on to read them."
+            gettext(
+                "Stopped at the limit of %(limit)s model calls: %(left)s chosen "
+                "conversation(s) were not read. Upload the export again with the option on to "
+                "read them."
+            )
+            % {"limit": settings.HERMES_IMPORT_LEARN_MAX_CALLS, "left": f"{left:,}"}
         )
     elif state.get("stopped") == "memory_off":
-        lines.append("Stopped: memory was turned off for your account.")
+        lines.append(gettext("Stopped: memory was turned off for your account."))
     if state.get("error"):
         lines.append(
-            f"Error: {state['error']} What was learned stays; upload the export again with the "
-            "option on to read the rest."
+            gettext(
+                "Error: %(error)s What was learned stays; upload the export again with the "
+                "option on to read the rest."
+            )
+            % {"error": state["error"]}
         )
     return lines
 
@@ -323,14 +365,23 @@ def _end(lease: Lease, owner: AbstractBaseUser, state: dict[str, Any], *, error:
         state["error"] = error
     state["progress"] = 100 if not error else state.get("progress", 0)
     state["stage"] = "Done" if not error else "Failed"
-    state["lines"] = learning_summary(state)
+    with speaking_to(owner.pk):
+        state["lines"] = learning_summary(state)
     status = Status.FAILED if error else Status.DONE
     if not lease.release(learn_status=status, learning=state):
         return "cancelled"
     notes, pending = state.get("notes", 0), state.get("pending", 0)
     if notes or pending:
-        text = f"Learned {notes} note(s) from your imported history"
-        text += f", {pending} waiting for your approval" if pending else ""
+        with speaking_to(owner.pk):
+            if pending:
+                text = gettext(
+                    "Learned %(notes)s note(s) from your imported history, %(pending)s waiting "
+                    "for your approval"
+                ) % {"notes": notes, "pending": pending}
+            else:
+                text = gettext("Learned %(notes)s note(s) from your imported history") % {
+                    "notes": notes
+                }
         try:
             notice_to_user(
                 user_id=owner.pk,

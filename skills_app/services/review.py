@@ -25,7 +25,9 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
+from accounts.language import speaking_to
 from core.leases import (
     Lease,
     lease_acquire,
@@ -315,6 +317,10 @@ def _link(name: str, *args: Any) -> str:
         return ""
 
 
+#: Said to the person when a memory call of the review changed nothing it could name.
+MEMORY_NOTICE = _("Memory updated")
+
+
 def _announce(run: ReviewRun, result: OfflineLoopResult) -> list[tuple[str, str]]:
     """One notice per changed skill (a skill created and then patched in the same run is
     announced once, as created) and one for memory."""
@@ -335,7 +341,11 @@ def _announce(run: ReviewRun, result: OfflineLoopResult) -> list[tuple[str, str]
             if outcome.notice is None and action not in ("add", "replace", "remove"):
                 continue
             memory_done = True
-            kind, text = outcome.notice or ("memory_saved", "Memory updated")
+            if outcome.notice is not None:
+                kind, text = outcome.notice  # already in the person's language (memory.tools)
+            else:
+                with speaking_to(run.session.owner_id):
+                    kind, text = "memory_saved", str(MEMORY_NOTICE)
             url = _link("memory_page")
             notices.append((kind, f"{text} — {url}" if url else text))
     for kind, text in notices:

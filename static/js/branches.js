@@ -29,7 +29,7 @@
     const body = art.querySelector(".msg-body");
     const form = el("form", "msg-editor");
     const id = "edit-" + art.dataset.messageId;
-    const label = el("label", "visually-hidden", "Edit your message");
+    const label = el("label", "visually-hidden", gettext("Edit your message"));
     label.htmlFor = id;
     const box = el("textarea");
     box.id = id;
@@ -41,9 +41,9 @@
     note.hidden = true;
     box.setAttribute("aria-describedby", note.id);
     const actions = el("div", "editor-actions");
-    const cancel = el("button", "", "Cancel");
+    const cancel = el("button", "", gettext("Cancel"));
     cancel.type = "button";
-    const save = el("button", "primary", "Save & send");
+    const save = el("button", "primary", gettext("Save & send"));
     save.type = "submit";
     actions.append(cancel, save);
     form.append(label, box, note, actions);

@@ -88,11 +88,11 @@
         if (response.ok) { chosen = picker.value; return null; }
         return response.json().then(function (body) {
           picker.value = chosen;
-          toast((body.error && body.error.message) || "Could not switch the model.", "error");
+          toast((body.error && body.error.message) || gettext("Could not switch the model."), "error");
         });
       }).catch(function () {
         picker.value = chosen;
-        toast("Could not switch the model.", "error");
+        toast(gettext("Could not switch the model."), "error");
       });
     });
   }
@@ -111,7 +111,7 @@
   function addUserBubble(text) {
     removeEmptyHint();
     const art = el("article", "msg msg-user msg-pending");
-    art.appendChild(el("div", "msg-who", "You"));
+    art.appendChild(el("div", "msg-who", gettext("You")));
     art.appendChild(el("div", "msg-body msg-plain", text));
     thread.appendChild(art);
     thread.scrollTop = thread.scrollHeight;
@@ -217,13 +217,13 @@
     setSession(ev.session);
     document.getElementById("temporary-banner").hidden = !ev.temporary;
     document.getElementById("rename-title").value = ev.title || "";
-    document.getElementById("chat-title").textContent = ev.title || "Conversation";
-    document.title = (ev.title || "Conversation") + " · Hermes Web";
+    document.getElementById("chat-title").textContent = ev.title || gettext("Conversation");
+    document.title = (ev.title || gettext("Conversation")) + " · Hermes Web";
     const empty = document.getElementById("conv-empty");
     if (empty) empty.remove();
     const li = el("li", "conv current");
     li.dataset.sessionId = sessionId;
-    const a = el("a", "", ev.title || "Untitled");
+    const a = el("a", "", ev.title || gettext("Untitled"));
     a.href = chatUrl + encodeURIComponent(sessionId) + "/";
     a.setAttribute("aria-current", "page");
     li.appendChild(a);
@@ -263,7 +263,7 @@
       branchAfter = null;
       const art = thread.querySelector('[data-message-id="' + lastDoneId + '"]');
       const note = art && art.querySelector(".msg-note");
-      if (note) note.textContent = (art.dataset.status === "failed" ? "No answer. " : "Interrupted: ") + ev.message;
+      if (note) note.textContent = interpolate(art.dataset.status === "failed" ? gettext("No answer. %s") : gettext("Interrupted: %s"), [ev.message]);
       else errorNote(ev.message);
       setBusy(false);
     });
@@ -277,7 +277,7 @@
       snapshotOf = ev.message_id;
       const bubble = streamingBubble(ev.message_id);
       HermesMarkdown.show(bubble.body, ev.text || "");
-      statusLine.textContent = "Hermes is answering…";
+      statusLine.textContent = gettext("Hermes is answering…");
     },
     "assistant.delta": function (ev) {
       if (!busy) setBusy(true);
@@ -291,14 +291,14 @@
       chip.dataset.callId = ev.call_id || "";
       const summary = el("summary");
       summary.appendChild(el("span", "chip-name", ev.name));
-      summary.appendChild(document.createTextNode(" · running…"));
+      summary.appendChild(document.createTextNode(" · " + gettext("running…")));
       chip.appendChild(summary);
       const detail = el("div", "chip-detail");
-      detail.appendChild(el("div", "muted", "Arguments"));
+      detail.appendChild(el("div", "muted", gettext("Arguments")));
       detail.appendChild(el("pre", "", ev.arguments || ""));
       chip.appendChild(detail);
       chipsOf(assistantElement(ev.message_id)).appendChild(chip);
-      statusLine.textContent = "Using " + ev.name + "…";
+      statusLine.textContent = interpolate(gettext("Using %s…"), [ev.name]);
       scrollDown();
     },
     "tool.result": function (ev) {
@@ -332,7 +332,7 @@
       // No turn runs: a tab still "answering" lost the end of it. A message waiting for a
       // compression has not been answered yet: keep waiting.
       if (ev.compressing) {
-        statusLine.textContent = "Compressing earlier messages…";
+        statusLine.textContent = gettext("Compressing earlier messages…");
         return;
       }
       if (busy && sentText === null) {
@@ -412,7 +412,7 @@
     socket = new WebSocket(proto + location.host + "/ws/chat/");
     socket.addEventListener("open", function () {
       retry = 0;
-      statusLine.textContent = busy ? "Hermes is answering…" : "";
+      statusLine.textContent = busy ? gettext("Hermes is answering…") : "";
       if (sessionId) socket.send(JSON.stringify({ type: "chat.subscribe", session: sessionId }));
       while (pending.length) socket.send(JSON.stringify(pending.shift()));
     });
@@ -421,10 +421,10 @@
     });
     socket.addEventListener("close", function (e) {
       if (e.code === 4401) {
-        statusLine.textContent = "You are logged out. Reload the page to log in again.";
+        statusLine.textContent = gettext("You are logged out. Reload the page to log in again.");
         return;
       }
-      statusLine.textContent = "Reconnecting…";
+      statusLine.textContent = gettext("Reconnecting…");
       retry = Math.min(retry + 1, 6);
       setTimeout(connect, 500 * Math.pow(2, retry - 1));
     });
@@ -442,7 +442,7 @@
     updateLimit();
     lastSeq = 0;
     setBusy(true);
-    statusLine.textContent = "Sending…";
+    statusLine.textContent = gettext("Sending…");
     const temporary = document.getElementById("temporary");
     const message = { type: "chat.send", session: sessionId, text: text };
     if (!sessionId && temporary && temporary.checked) message.temporary = true;
@@ -467,11 +467,14 @@
     const over = count > maxChars;
     note.hidden = count < maxChars * 0.9;
     note.classList.toggle("over", over);
-    note.textContent = over
-      ? "This message is " + count.toLocaleString("en") + " characters; the limit is " +
-        maxChars.toLocaleString("en") + ". Shorten it by " + (count - maxChars).toLocaleString("en") +
-        " to send it."
-      : count.toLocaleString("en") + " / " + maxChars.toLocaleString("en") + " characters";
+    const figures = {
+      count: count.toLocaleString("en"),
+      limit: maxChars.toLocaleString("en"),
+      over: (count - maxChars).toLocaleString("en"),
+    };
+    note.textContent = interpolate(over
+      ? gettext("This message is %(count)s characters; the limit is %(limit)s. Shorten it by %(over)s to send it.")
+      : gettext("%(count)s / %(limit)s characters"), figures, true);
     box.setAttribute("aria-invalid", over ? "true" : "false");
     return over;
   }
@@ -496,7 +499,7 @@
 
   stopBtn.addEventListener("click", function () {
     if (sessionId) send({ type: "chat.stop", session: sessionId });
-    statusLine.textContent = "Stopping…";
+    statusLine.textContent = gettext("Stopping…");
   });
 
   // A turn on another path (chat.edit, chat.regenerate) or a switch (chat.branch): the
@@ -506,12 +509,12 @@
     if (!sessionId) return;
     message.session = sessionId;
     if (message.type !== "chat.branch") {
-      if (busy) { toast("The agent is still answering in this conversation. Wait or press Stop.", "warn"); return; }
+      if (busy) { toast(gettext("The agent is still answering in this conversation. Wait or press Stop."), "warn"); return; }
       lastSeq = 0;
       lastDoneId = 0;
       sentText = "";
       setBusy(true);
-      statusLine.textContent = "Sending…";
+      statusLine.textContent = gettext("Sending…");
     }
     send(message);
   }

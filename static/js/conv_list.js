@@ -25,7 +25,7 @@
     if (data.pinned) {
       const pin = document.createElement("span");
       pin.className = "pin";
-      pin.title = "Pinned";
+      pin.title = gettext("Pinned");
       pin.textContent = "📌";
       a.append(pin, " ");
     }
@@ -33,7 +33,7 @@
     if (data.imported_from) {
       const tag = document.createElement("span");
       tag.className = "tag small";
-      tag.title = "Imported from " + data.imported_from;
+      tag.title = interpolate(gettext("Imported from %s"), [data.imported_from]);
       tag.textContent = data.imported_from;
       a.append(" ", tag);
     }
@@ -64,7 +64,7 @@
       nextOffset = data.next_offset;
       more.hidden = nextOffset === null;
     }, function () {
-      more.textContent = "Could not load more conversations.";
+      more.textContent = gettext("Could not load more conversations.");
     }).finally(function () {
       loading = false;
       // Observing again reports whether the end is still in view (a tall sidebar).

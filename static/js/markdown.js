@@ -194,14 +194,14 @@
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy-button";
-    button.textContent = "Copy";
+    button.textContent = gettext("Copy");
     button.setAttribute("aria-label", label);
     button.addEventListener("click", function () {
       function say(text) {
         button.textContent = text;
-        setTimeout(function () { button.textContent = "Copy"; }, 1500);
+        setTimeout(function () { button.textContent = gettext("Copy"); }, 1500);
       }
-      copyText(textOf()).then(function () { say("Copied"); }, function () { say("Copy failed"); });
+      copyText(textOf()).then(function () { say(gettext("Copied")); }, function () { say(gettext("Copy failed")); });
     });
     return button;
   }
@@ -216,7 +216,7 @@
     const bar = document.createElement("div");
     bar.className = "code-bar";
     bar.appendChild(withText(document.createElement("span"), lang || "code"));
-    bar.appendChild(copyButton("Copy code", function () { return code.textContent; }));
+    bar.appendChild(copyButton(gettext("Copy code"), function () { return code.textContent; }));
     pre.parentNode.insertBefore(block, pre);
     block.appendChild(bar);
     block.appendChild(pre);
@@ -236,7 +236,7 @@
   function addMessageCopy(article) {
     const who = article.querySelector(".msg-who");
     if (!who || !article.querySelector(".msg-body") || who.querySelector(".copy-button")) return;
-    who.appendChild(copyButton("Copy message", function () { return sourceOf(article); }));
+    who.appendChild(copyButton(gettext("Copy message"), function () { return sourceOf(article); }));
   }
 
   // --- streaming ----------------------------------------------------------------------------

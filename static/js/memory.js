@@ -9,7 +9,7 @@
     area.insertAdjacentElement("afterend", out);
     var update = function () {
       var n = area.value.trim().length;
-      out.textContent = n.toLocaleString() + " character" + (n === 1 ? "" : "s");
+      out.textContent = interpolate(ngettext("%s character", "%s characters", n), [n.toLocaleString(document.documentElement.lang)]);
     };
     area.addEventListener("input", update);
     update();

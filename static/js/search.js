@@ -7,9 +7,9 @@
   var MAX_POLLS = 160; // about four minutes, past the server's task time limit
 
   var STATUS_TEXT = {
-    pending: "Waiting for a worker…",
-    running: "Summarising…",
-    failed: "The summary failed: ",
+    pending: gettext("Waiting for a worker…"),
+    running: gettext("Summarising…"),
+    failed: gettext("The summary failed: %(error)s The snippets above still apply."),
   };
 
   function show(box, data) {
@@ -18,9 +18,9 @@
     if (data.status === "done") {
       box.textContent = data.summary || "";
     } else if (data.status === "failed") {
-      box.textContent = STATUS_TEXT.failed + (data.error || "unknown error") + " The snippets above still apply.";
+      box.textContent = interpolate(STATUS_TEXT.failed, { error: data.error || gettext("unknown error") }, true);
     } else {
-      box.textContent = STATUS_TEXT[data.status] || "Summarising…";
+      box.textContent = STATUS_TEXT[data.status] || STATUS_TEXT.running;
     }
   }
 
@@ -33,11 +33,11 @@
         return data.status === "pending" || data.status === "running";
       },
       onError: function () {
-        box.textContent = "Lost contact with the server; reload the page to see the summary.";
+        box.textContent = gettext("Lost contact with the server; reload the page to see the summary.");
         return false;
       },
       onGiveUp: function () {
-        box.textContent = "Still summarising; reload the page later to see it.";
+        box.textContent = gettext("Still summarising; reload the page later to see it.");
       },
     });
   }

@@ -8,8 +8,8 @@
       if (!input) return;
       input.select();
       const done = function () {
-        button.textContent = "Copied";
-        setTimeout(function () { button.textContent = "Copy"; }, 2000);
+        button.textContent = gettext("Copied");
+        setTimeout(function () { button.textContent = gettext("Copy"); }, 2000);
       };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(input.value).then(done, function () {
