@@ -97,7 +97,7 @@ class ThrottledPasswordChangeForm(PasswordChangeForm):
         try:
             right = password_confirm(request=self.request, user=self.user, password=old)
         except ServiceError as exc:
-            raise ValidationError(exc.message, code=exc.code) from exc
+            raise ValidationError(exc.text, code=exc.code) from exc
         if not right:
             raise ValidationError(
                 self.error_messages["password_incorrect"], code="password_incorrect"

@@ -22,6 +22,7 @@ from django.utils.encoding import force_bytes
 from django.utils.formats import number_format
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 
@@ -209,7 +210,7 @@ def quota_check(*, user: AbstractBaseUser) -> None:
 def _check_admin(actor: Any) -> None:
     # Not an admin: the team pages do not exist for you (404, like other people's rows).
     if not selectors.is_team_admin(actor):
-        raise NotFound("page")
+        raise NotFound(gettext_lazy("page"))
 
 
 def access_member(*, actor: Any, user_id: int) -> Any:
@@ -218,7 +219,7 @@ def access_member(*, actor: Any, user_id: int) -> Any:
     _check_admin(actor)
     user = get_user_model().objects.filter(pk=user_id).first()
     if user is None:
-        raise NotFound("person")
+        raise NotFound(gettext_lazy("person"))
     if user.is_superuser and not actor.is_superuser:
         raise ServiceError(
             "forbidden", _("Only a superuser can change a superuser's account."), status=403

@@ -105,7 +105,7 @@ def team(request: HttpRequest) -> HttpResponse:
         try:
             user, path = services.member_create(actor=request.user, **form.cleaned_data)
         except ServiceError as exc:
-            form.add_error("username" if exc.code == "duplicate" else None, exc.message)
+            form.add_error("username" if exc.code == "duplicate" else None, exc.text)
         else:
             _hand_out(request, user=user, kind="invitation", path=path)
             messages.success(request, _("%(name)s was added.") % {"name": user.get_username()})

@@ -143,7 +143,7 @@ def theme_set(request: HttpRequest) -> HttpResponse:
     try:
         services.profile_set_theme(user=request.user, theme=request.POST.get("theme", ""))
     except ServiceError as exc:
-        return HttpResponse(exc.message, status=400, content_type="text/plain")
+        return HttpResponse(exc.text, status=400, content_type="text/plain")
     if request.headers.get("X-Requested-With") == "fetch":
         return HttpResponse(status=204)
     # Back to the page it was chosen on (the Referer: a "next" field in the form would make

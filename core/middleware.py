@@ -125,11 +125,11 @@ class ServiceErrorMiddleware:
             return None
         if exception.status_code == 404:
             # Raised here, Django renders it like an Http404 from the view (handler404).
-            raise Http404(exception.message) from exception
+            raise Http404(exception.text) from exception
         match = request.resolver_match
         back: _Back | None = getattr(match.func, "service_error_back", None) if match else None
         if back is None:
             return None
         tags = section_tag(back.section) if back.section else ""
-        messages.error(request, exception.message, extra_tags=tags)
+        messages.error(request, exception.text, extra_tags=tags)
         return HttpResponseRedirect(back.url(request))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
+from django.utils.translation import gettext_lazy
 
 from accounts.models import Profile
 from core.exceptions import NotFound
@@ -186,7 +187,7 @@ def access_memory_entry(
         qs = qs.filter(status=status)
     entry = qs.select_related("source_session", "pending_of").first()
     if entry is None:
-        raise NotFound("memory entry")
+        raise NotFound(gettext_lazy("memory entry"))
     return entry
 
 

@@ -92,7 +92,7 @@ class HermesUserAdmin(UserAdmin):
         try:
             report = account_erase(user=obj, actor=request.user)
         except ServiceError as exc:
-            self.message_user(request, exc.message, level=messages.ERROR)
+            self.message_user(request, exc.text, level=messages.ERROR)
             return
         self.message_user(
             request,

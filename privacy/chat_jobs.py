@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.language import speaking_to
 from core.exceptions import NotFound, ServiceError
@@ -123,7 +123,7 @@ def access_chat_import_job(*, user: AbstractBaseUser, job_id: int) -> ChatImport
     """The user's job; another user's id is indistinguishable from a missing one."""
     job = ChatImportJob.objects.filter(pk=job_id, owner=user).first()
     if job is None:
-        raise NotFound("import")
+        raise NotFound(gettext_lazy("import"))
     return job
 
 

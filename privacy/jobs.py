@@ -27,7 +27,7 @@ from django.db.models import Q, QuerySet
 from django.http import FileResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.language import speaking_to
 from accounts.mail import mail_enabled, mail_send, site_origin
@@ -247,7 +247,7 @@ def access_export_job(*, user: AbstractBaseUser, job_id: int) -> ExportJob:
     """The user's job; another user's id is indistinguishable from a missing one."""
     job = ExportJob.objects.filter(pk=job_id, owner=user).first()
     if job is None:
-        raise NotFound("export")
+        raise NotFound(gettext_lazy("export"))
     return job
 
 

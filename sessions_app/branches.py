@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
@@ -90,7 +91,7 @@ def check_open_part(session: Session, message_id: Any) -> Message:
         raise ServiceError("bad_request", '"message_id" must be a message id.')
     message = Message.objects.filter(pk=message_id, session_id=session.pk).first()
     if message is None:
-        raise NotFound("message")
+        raise NotFound(gettext_lazy("message"))
     if session.ended_at is not None:
         raise ServiceError(
             "not_editable",

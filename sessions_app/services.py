@@ -14,6 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from accounts.services import quota_check
 from core.exceptions import NotFound, ServiceError
@@ -43,10 +44,10 @@ _INVISIBLE = re.compile(
 def access_session(*, user: AbstractBaseUser, session_id: Any) -> Session:
     """The user's session with that id; NotFound for missing and for other users' ids."""
     if not isinstance(session_id, str) or not session_id:
-        raise NotFound("conversation")
+        raise NotFound(gettext_lazy("conversation"))
     session = Session.objects.filter(pk=session_id, owner=user).first()
     if session is None:
-        raise NotFound("conversation")
+        raise NotFound(gettext_lazy("conversation"))
     return session
 
 
@@ -226,7 +227,7 @@ def _turn_session(
     """The conversation a turn works on (created for a new chat), and whether it is new."""
     if session_id is None:
         if not new:
-            raise NotFound("conversation")
+            raise NotFound(gettext_lazy("conversation"))
         return session_open(
             user=user, title_from=text or "", choice=choice, temporary=temporary
         ), True

@@ -14,6 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
@@ -92,7 +93,7 @@ def session_model_switch(*, user: AbstractBaseUser, session_id: str, ref: str) -
         # Another user's id is as missing as an unknown one.
         session = Session.objects.select_for_update().filter(pk=session_id, owner=user).first()
         if session is None:
-            raise NotFound("conversation")
+            raise NotFound(gettext_lazy("conversation"))
         if session.ended_at is not None:
             raise ServiceError("session_ended", "This conversation has ended.")
         if turn_claim.holder_kind(session_id=session.pk):

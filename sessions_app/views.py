@@ -271,7 +271,7 @@ def session_summarise(request: HttpRequest) -> HttpResponse:
             session_id=request.POST.get("session_id", ""),
         )
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, exc.text)
     else:
         messages.success(request, "Summarising in the background; reload to see it.")
     return redirect(list_url(request.POST.dict()))

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound
 from sessions_app.models import Message
@@ -58,10 +59,10 @@ def access_inference(*, user: Any, inference_id: Any) -> Inference:
     try:
         pk = int(inference_id)
     except (TypeError, ValueError):
-        raise NotFound("inference") from None
+        raise NotFound(gettext_lazy("inference")) from None
     found = Inference.objects.filter(owner_id=user_id_of(user), pk=pk).first()
     if found is None:
-        raise NotFound("inference")
+        raise NotFound(gettext_lazy("inference"))
     return found
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 from sessions_app.models import Message
@@ -227,7 +227,7 @@ def inference_correct(*, user: Any, inference_id: Any, statement: Any) -> Infere
             Inference.objects.select_for_update().filter(owner_id=uid, pk=inference_id).first()
         )
         if inference is None:
-            raise NotFound("inference")
+            raise NotFound(gettext_lazy("inference"))
         if (
             Inference.objects.filter(owner_id=uid, statement_hash=digest)
             .exclude(pk=inference.pk)
@@ -260,7 +260,7 @@ def inference_feedback(
     try:
         pk = int(inference_id)
     except (TypeError, ValueError):
-        raise NotFound("inference") from None
+        raise NotFound(gettext_lazy("inference")) from None
     with transaction.atomic():
         # Locked: two feedback clicks at once must both count.
         qs = Inference.objects.select_for_update().filter(owner_id=uid, pk=pk)
@@ -268,7 +268,7 @@ def inference_feedback(
             qs = qs.filter(status=Inference.Status.ACTIVE)
         inference = qs.first()
         if inference is None:
-            raise NotFound("inference")
+            raise NotFound(gettext_lazy("inference"))
         if helpful:
             inference.trust = _clamp(inference.trust + HELPFUL)
             inference.helpful_count += 1
@@ -286,7 +286,7 @@ def inference_delete(*, user: Any, inference_id: Any) -> None:
     with transaction.atomic():
         inference = Inference.objects.filter(owner_id=uid, pk=inference_id).first()
         if inference is None:
-            raise NotFound("inference")
+            raise NotFound(gettext_lazy("inference"))
         _tombstone(uid, [inference.statement_hash])
         inference.delete()
         recall_invalidate(user=uid)

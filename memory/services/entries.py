@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from core.exceptions import NotFound, ServiceError
 
@@ -165,7 +165,7 @@ def memory_pending_reject(
     with transaction.atomic():
         deleted, _ = MemoryEntry.objects.filter(pk=pending.pk, status="pending").delete()
         if not deleted:
-            raise NotFound("memory entry")
+            raise NotFound(gettext_lazy("memory entry"))
         log_events(
             user,
             pending.target,

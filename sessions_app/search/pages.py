@@ -68,7 +68,7 @@ def session_list_context(request: HttpRequest) -> dict[str, Any]:
             context["error"] = _first_error(exc)
             params = None
         except ServiceError as exc:
-            context["error"] = exc.message
+            context["error"] = exc.text
             params = None
         results = []
         if params is not None:

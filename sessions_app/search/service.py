@@ -13,6 +13,7 @@ from datetime import datetime
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max, OuterRef, Subquery
 from django.db.models.functions import Substr
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 
@@ -286,7 +287,7 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
         )
     session = Session.objects.filter(id=session_id, owner=owner).first()
     if session is None or session.end_reason == Session.EndReason.DELETED:
-        raise NotFound("conversation")
+        raise NotFound(gettext_lazy("conversation"))
     root = compression_roots([session.id], owner_id=owner.pk)[session.id]
     chain = compression_chains([root], owner_id=owner.pk)[root]
     # The newest message of the selected path names the path: a branch switch makes a new key.
@@ -303,7 +304,7 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
 def access_search_summary(*, owner: AbstractBaseUser, summary_id: int) -> SearchSummary:
     summary = SearchSummary.objects.filter(id=summary_id, owner=owner).first()
     if summary is None:
-        raise NotFound("summary")
+        raise NotFound(gettext_lazy("summary"))
     return summary
 
 

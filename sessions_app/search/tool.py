@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError
 
@@ -142,7 +143,7 @@ def _access_session(ctx: ToolContext, session_id: Any) -> Session:
         raise ServiceError("invalid_arguments", "'session_id' must be a conversation id.")
     session = Session.objects.filter(id=session_id.strip(), owner=ctx.user).first()
     if session is None or session.end_reason == Session.EndReason.DELETED:
-        raise NotFound("conversation")
+        raise NotFound(gettext_lazy("conversation"))
     return session
 
 
@@ -165,7 +166,7 @@ def _scroll(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     anchor_id = _int(args, "around_message_id", 0, 0, 2**62)
     window = _int(args, "window", DEFAULT_WINDOW, 1, MAX_WINDOW)
     if not _visible(session).filter(id=anchor_id).exists():
-        raise NotFound("message in that conversation")
+        raise NotFound(gettext_lazy("message in that conversation"))
     before = list(_visible(session).filter(id__lt=anchor_id).order_by("-id")[:window])
     after = list(_visible(session).filter(id__gte=anchor_id).order_by("id")[: window + 1])
     messages = [*reversed(before), *after]
