@@ -17,7 +17,8 @@ def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_
         reply="**Hermes Web** keeps a memory of you.\n\n```sh\nmake run\n```",
         times=1,
     )
-    long_reply = " ".join(f"word{i}" for i in range(400))
+    # Long enough (60 s at the delay below) that Stop lands mid-answer on a loaded machine.
+    long_reply = " ".join(f"word{i}" for i in range(2000))
     llm_for_server.add_rule("Write a long story", reply=long_reply, times=1)
 
     page = browser.new_page(viewport={"width": 1280, "height": 860})
@@ -34,8 +35,12 @@ def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_
     page.goto(f"{live_server_url}/chat/")
     page.fill("#composer-text", "What is Hermes?")
     page.keyboard.press("Enter")
-    # Streams in, then is replaced by the server's Markdown rendering.
-    page.wait_for_selector(".msg-assistant .md strong", timeout=20000)
+    # Streams in, then is replaced by the server's Markdown rendering: wait for that (the
+    # streamed bubble renders Markdown too, and a turn still closing refuses the next one).
+    page.wait_for_selector(
+        '#thread[aria-busy="false"] .msg-assistant[data-status="complete"] .md strong',
+        timeout=20000,
+    )
     assert page.inner_text(".msg-assistant .md strong") == "Hermes Web"
     assert page.inner_text(".msg-assistant .md pre code").strip() == "make run"
     assert "/chat/" in page.url and page.url.rstrip("/") != f"{live_server_url}/chat"
@@ -52,7 +57,10 @@ def test_login_chat_stream_and_stop_in_chromium(owner, live_server_url, llm_for_
         what="the answer to stream",
     )
     page.click("#stop")
-    page.wait_for_selector(".msg-note >> text=Answer stopped.", timeout=20000)
+    page.wait_for_selector(
+        '.msg-assistant[data-status="interrupted"] .msg-note >> text=Answer stopped.',
+        timeout=20000,
+    )
     page.wait_for_selector("#stop", state="hidden", timeout=5000)
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -135,7 +135,7 @@ def test_the_sidebar_filters_and_loads_more_as_it_scrolls(
 def test_shortcuts_stop_focus_and_start_a_chat_and_are_listed_on_a_sheet(
     owner, live_server_url, llm_for_server, browser, viewport
 ):
-    llm_for_server.add_rule("Write a long story", reply=" ".join(f"w{i}" for i in range(400)))
+    llm_for_server.add_rule("Write a long story", reply=" ".join(f"w{i}" for i in range(2000)))
     llm_for_server.chunk_delay = 0.03
     page, errors = logged_in_page(browser, live_server_url, owner, viewport)
     page.goto(f"{live_server_url}/chat/")
