@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import translation
+from django.utils.functional import Promise
 
 from .models import Profile
 
@@ -30,6 +31,12 @@ def speaking_to(user_id: int | None) -> AbstractContextManager[None]:
 async def aspeaking_to(user_id: int | None) -> AbstractContextManager[None]:
     """The same for async code: the profile is read off the event loop."""
     return translation.override(await sync_to_async(person_language)(user_id))
+
+
+async def asaid_to(user_id: int | None, text: str | Promise) -> str:
+    """`text` (marked for translation) as the person `user_id` reads it, for async code."""
+    with await aspeaking_to(user_id):
+        return str(text)
 
 
 def reads_english() -> bool:

@@ -24,7 +24,7 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, Text, lazy_format
 
 from . import selectors
 from .meter import usage_meter
@@ -142,12 +142,14 @@ def superuser_grant(*, username: str) -> Any:
 # --- Quotas -----------------------------------------------------------------------------
 
 
-def _until(moment: datetime, now: datetime) -> str:
+def _until(moment: datetime, now: datetime) -> Text:
     minutes = max(1, round((moment - now).total_seconds() / 60))
     hours, minutes = divmod(minutes, 60)
     if hours:
-        return _("%(hours)s h %(minutes)s min") % {"hours": hours, "minutes": minutes}
-    return _("%(minutes)s min") % {"minutes": minutes}
+        return lazy_format(
+            gettext_lazy("%(hours)s h %(minutes)s min"), hours=hours, minutes=minutes
+        )
+    return lazy_format(gettext_lazy("%(minutes)s min"), minutes=minutes)
 
 
 def quota_check(*, user: AbstractBaseUser) -> None:
@@ -163,23 +165,25 @@ def quota_check(*, user: AbstractBaseUser) -> None:
     start, resets_at = selectors.day_bounds(now)
     used = usage_meter().usage_since(user=user, since=start)
     local_reset = timezone.localtime(resets_at)
-    when = _("%(time)s %(zone)s (in %(wait)s)") % {
-        "time": f"{local_reset:%H:%M}",
-        "zone": local_reset.tzname(),
-        "wait": _until(resets_at, now),
-    }
+    # Marked, not translated: the refusal is said in the language of whoever reads it.
+    when = lazy_format(
+        gettext_lazy("%(time)s %(zone)s (in %(wait)s)"),
+        time=f"{local_reset:%H:%M}",
+        zone=local_reset.tzname(),
+        wait=_until(resets_at, now),
+    )
     if quota.messages and used.messages >= quota.messages:
         raise ServiceError(
             "quota_exceeded",
-            _(
-                "You have sent %(used)s messages today; your daily limit is %(limit)s. "
-                "It resets at %(when)s."
-            )
-            % {
-                "used": number_format(used.messages, force_grouping=True),
-                "limit": number_format(quota.messages, force_grouping=True),
-                "when": when,
-            },
+            lazy_format(
+                gettext_lazy(
+                    "You have sent %(used)s messages today; your daily limit is %(limit)s. "
+                    "It resets at %(when)s."
+                ),
+                used=number_format(used.messages, force_grouping=True),
+                limit=number_format(quota.messages, force_grouping=True),
+                when=when,
+            ),
             status=429,
             limit=quota.messages,
             used=used.messages,
@@ -188,15 +192,15 @@ def quota_check(*, user: AbstractBaseUser) -> None:
     if quota.tokens and used.tokens >= quota.tokens:
         raise ServiceError(
             "quota_exceeded",
-            _(
-                "Your answers used %(used)s tokens today; your daily limit is %(limit)s "
-                "tokens. It resets at %(when)s."
-            )
-            % {
-                "used": number_format(used.tokens, force_grouping=True),
-                "limit": number_format(quota.tokens, force_grouping=True),
-                "when": when,
-            },
+            lazy_format(
+                gettext_lazy(
+                    "Your answers used %(used)s tokens today; your daily limit is %(limit)s "
+                    "tokens. It resets at %(when)s."
+                ),
+                used=number_format(used.tokens, force_grouping=True),
+                limit=number_format(quota.tokens, force_grouping=True),
+                when=when,
+            ),
             status=429,
             limit=quota.tokens,
             used=used.tokens,

@@ -43,6 +43,12 @@ def result_message(target: str, message: str) -> str:
 def page_message(exc: ServiceError, target: str, *, where: str = "entry") -> str:
     """The service's reason, reworded where it speaks to the model rather than a person,
     in the reader's language. `where`: "entry", "import" or "pending"."""
+    return reworded(exc, target, where=where) or exc.message
+
+
+def reworded(exc: ServiceError, target: str, *, where: str = "entry") -> str:
+    """The reason as :func:`page_message` says it; "" when a reader of another language
+    than English has no wording of it here (the service's English is all there is)."""
     if exc.code == "over_limit":
         label = Target(target).label
         current, _, limit = str(exc.details.get("usage", "")).partition("/")
@@ -68,7 +74,7 @@ def page_message(exc: ServiceError, target: str, *, where: str = "entry") -> str
             return text % values
     if reads_english():
         return exc.message
-    return _translated_refusal(exc, where) or exc.message
+    return _translated_refusal(exc, where)
 
 
 def _translated_refusal(exc: ServiceError, where: str) -> str:

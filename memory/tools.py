@@ -6,14 +6,18 @@ same services as the Memory page and the API.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.language import speaking_to
 from core.exceptions import ServiceError
 from sessions_app.agent.tools import Tool, ToolContext, ToolResult, error_result
 
+from . import page_text
 from .models import Target
 from .selectors import memory_settings
 from .services import (
@@ -181,6 +185,59 @@ def _with_aliases(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+# The batch's result as the services write it (memory.services.store).
+_APPLIED = re.compile(r"Applied (\d+) operation\(s\)\.(?: Skipped (\d+) that changed nothing\.)?")
+
+
+def memory_chip(payload: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The chat's chip for a memory call, in the reader's language, from its (English)
+    result: "About you: Entry added. (12% — 264/2,200)"."""
+    target = str(payload.get("target") or args.get("target") or "")
+    if payload.get("success") is False:
+        if payload.get("done"):
+            return gettext("stopped after repeated failures")
+        details = {k: v for k, v in payload.items() if k not in ("success", "error", "code")}
+        refusal = ServiceError(str(payload.get("code")), str(payload.get("error")), **details)
+        return page_text.reworded(refusal, target) if target in Target.values else ""
+    if target not in Target.values:
+        return ""
+    message = str(payload.get("message") or "")
+    if payload.get("staged"):
+        waiting = len(payload.get("pending_ids") or ())
+        result = (
+            ngettext(
+                "%(count)d change waits for your approval.",
+                "%(count)d changes wait for your approval.",
+                waiting,
+            )
+            % {"count": waiting}
+            if waiting
+            else gettext("Already waiting for your approval.")
+        )
+    elif applied := _APPLIED.fullmatch(message):
+        count, skipped = int(applied[1]), int(applied[2] or 0)
+        result = ngettext("Applied %(count)d change.", "Applied %(count)d changes.", count) % {
+            "count": count
+        }
+        if skipped:
+            result = gettext("%(applied)s %(skipped)s") % {
+                "applied": result,
+                "skipped": ngettext(
+                    "Skipped %(count)d that changed nothing.",
+                    "Skipped %(count)d that changed nothing.",
+                    skipped,
+                )
+                % {"count": skipped},
+            }
+    else:
+        result = message
+    usage = str(payload.get("usage") or "").removesuffix(" chars")
+    return gettext("%(result)s (%(usage)s)") % {
+        "result": page_text.result_message(target, result),
+        "usage": usage,
+    }
+
+
 def handle_memory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     # Every call is tried: only failures count, and only failing calls past the cap get the
     # terminal result (Hermes applies a valid call after failures and resets the count).
@@ -227,5 +284,6 @@ TOOLS = (
         description=DESCRIPTION,
         parameters=PARAMETERS,
         handler=handle_memory,
+        chip=memory_chip,
     ),
 )

@@ -30,7 +30,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.language import speaking_to
 from accounts.services import profile_get
 from core.leases import Lease, LeaseBusy, LeaseLost, lease_heartbeat, lease_remaining
 from core.realtime import notice_to_user, publish, session_group
@@ -70,6 +72,12 @@ FLUSH_INSTRUCTION = (
     "that is not already there: preferences, corrections of your behaviour, personal "
     "details, their environment. Do not save task progress or details of the current task. "
     "If there is nothing worth keeping, reply 'Nothing to save.'"
+)
+#: What the tabs of a compressed conversation read (in the owner's language).
+COMPRESSED_NOTICE = gettext_lazy("Earlier messages were compressed; the conversation continues.")
+COMPRESSING_NOTICE = gettext_lazy("Compressing earlier messages…")
+FAILED_NOTICE = gettext_lazy(
+    "Couldn't compress earlier messages; the conversation continues uncompressed."
 )
 SUMMARY_SECTIONS = (
     "## Goal",
@@ -313,14 +321,11 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
         if plan is None:  # too few messages between head and tail yet; try after next turn
             lease.release()
             return None
+        with speaking_to(session.owner_id):
+            text = str(COMPRESSING_NOTICE)
         publish(
             session_group(session.pk),
-            {
-                "type": "notice",
-                "session": session.pk,
-                "kind": "compressed",
-                "text": "Compressing earlier messages…",
-            },
+            {"type": "notice", "session": session.pk, "kind": "compressed", "text": text},
         )
         summary_model = llm.model_for("summary")
         # Each model call can take minutes: a holder that lost the lease meanwhile (another
@@ -356,11 +361,10 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
     except llm.LLMError as exc:
         logger.warning("compression of %s failed: %s", session.pk, exc.message)
         _cooldown(lease, exc.message)
+        with speaking_to(session.owner_id):
+            text = str(FAILED_NOTICE)
         notice_to_user(
-            user_id=session.owner_id,
-            kind="compressed",
-            session_id=session.pk,
-            text="Couldn't compress earlier messages; the conversation continues uncompressed.",
+            user_id=session.owner_id, kind="compressed", session_id=session.pk, text=text
         )
         return None
     except Exception:
@@ -375,9 +379,16 @@ def _compress_holding(session: Session, lease: Lease) -> str | None:
     session_freeze_prompt(session=child, provider_block=manager.system_prompt_block())
     manager.on_session_switch(child.pk, parent_session_id=session.pk)
     session_end_notify(session=session, messages=conversation)
-    note = "Earlier messages were compressed; the conversation continues."
-    if saved:
-        note += f" Saved to memory first: {len(saved)} entr{'y' if len(saved) == 1 else 'ies'}."
+    with speaking_to(session.owner_id):
+        note = str(COMPRESSED_NOTICE)
+        if saved:
+            note = ngettext(
+                "Earlier messages were compressed; the conversation continues. Saved to "
+                "memory first: %(count)d entry.",
+                "Earlier messages were compressed; the conversation continues. Saved to "
+                "memory first: %(count)d entries.",
+                len(saved),
+            ) % {"count": len(saved)}
     publish(
         session_group(session.pk),
         {

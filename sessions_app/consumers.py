@@ -4,6 +4,10 @@ turn itself runs in the runner, independently of this socket.
 Client → server: chat.send {session|null, text}, chat.stop {session}, chat.subscribe
 {session}, chat.regenerate {session, message_id?}, chat.edit {session, message_id, text},
 chat.branch {session, message_id}. Server → client: see ARCHITECTURE.md and README.
+
+What this socket says itself (refusals, notices) is in the person's language, read when it
+is said: the consumer runs outside LocaleMiddleware, and a person who changes language on
+the Account page reads the next refusal in it without reopening the tab.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
-from core.exceptions import ServiceError
+from accounts.language import asaid_to, aspeaking_to
+from core.exceptions import ServiceError, Text, lazy_format
 from core.realtime import LAYER_ERRORS, session_group, user_group
 
 from . import services, turn_claim
@@ -33,12 +39,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             # The channel layer (Valkey/Redis) went away under this socket: say so before
             # closing, so the tab shows why and reconnects (a running answer keeps its text).
             logger.warning("channel layer lost; closing a chat socket")
+            user = scope.get("user")
             event = {
                 "type": "error",
                 "session": None,
                 "code": "realtime_unavailable",
-                "message": "Live updates stopped (the server lost its message broker). "
-                "Reconnecting… your messages and answers so far are saved.",
+                "message": await asaid_to(
+                    user.pk if user is not None and user.is_authenticated else None,
+                    _(
+                        "Live updates stopped (the server lost its message broker). "
+                        "Reconnecting… your messages and answers so far are saved."
+                    ),
+                ),
             }
             await send({"type": "websocket.send", "text": json.dumps(event)})
             await send({"type": "websocket.close", "code": 1013})
@@ -70,17 +82,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         size = len(text_data or "") + len(bytes_data or b"")
         if size > settings.HERMES_WS_MAX_MESSAGE_BYTES:
             await self._error(
-                None, "message_too_large", "That message is too large to send over the socket."
+                None, "message_too_large", _("That message is too large to send over the socket.")
             )
             return
         try:
             await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
         except ValueError:  # not JSON
-            await self._error(None, "bad_request", "Messages must be JSON objects.")
+            await self._error(None, "bad_request", _("Messages must be JSON objects."))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
-            await self._error(None, "bad_request", 'Messages are JSON objects with a "type".')
+            await self._error(None, "bad_request", _('Messages are JSON objects with a "type".'))
             return
         handler = {
             "chat.send": self._send,
@@ -93,14 +105,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         session_id = content.get("session")
         if handler is None:
             await self._error(
-                session_id, "bad_request", f"Unknown message type {content['type']!r}."
+                session_id,
+                "bad_request",
+                lazy_format(_("Unknown message type %(type)s."), type=repr(content["type"])),
             )
             return
         try:
             await handler(content)
         except ServiceError as exc:
-            await self._error(
-                session_id if isinstance(session_id, str) else None, exc.code, exc.message
+            with await aspeaking_to(self.user.pk):
+                said = exc.text
+            await self._send_error(
+                session_id if isinstance(session_id, str) else None, exc.code, said
             )
 
     async def _start(
@@ -114,17 +130,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         message_id: Any = None,
     ) -> None:
         if session_id is not None and not isinstance(session_id, str):
-            raise ServiceError("bad_request", '"session" must be a conversation id or null.')
+            raise ServiceError("bad_request", _('"session" must be a conversation id or null.'))
         if model is not None and not isinstance(model, str):
-            raise ServiceError("bad_request", '"model" must be a model id from /api/models/.')
+            raise ServiceError("bad_request", _('"model" must be a model id from /api/models/.'))
 
         async def waiting() -> None:
+            text = _("Compressing earlier messages… your message follows in a moment.")
             await self.send_json(
                 {
                     "type": "notice",
                     "session": session_id,
                     "kind": "compressed",
-                    "text": "Compressing earlier messages… your message follows in a moment.",
+                    "text": await asaid_to(self.user.pk, text),
                 }
             )
 
@@ -159,7 +176,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _edit(self, content: dict[str, Any]) -> None:
         if content.get("message_id") is None:
-            raise ServiceError("bad_request", '"message_id" names the message to edit.')
+            raise ServiceError("bad_request", _('"message_id" names the message to edit.'))
         # Join first: the path change is announced as the turn begins.
         await self._join(session_group(await self._owned(content.get("session"))))
         await self._start(
@@ -205,7 +222,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 }
             )
 
-    async def _error(self, session_id: str | None, code: str, message: str) -> None:
+    async def _error(self, session_id: str | None, code: str, message: Text) -> None:
+        await self._send_error(session_id, code, await asaid_to(self.user.pk, message))
+
+    async def _send_error(self, session_id: str | None, code: str, message: str) -> None:
         await self.send_json(
             {"type": "error", "session": session_id, "code": code, "message": message}
         )

@@ -5,10 +5,14 @@ The choice is stored on the session: ``model`` (the model id, as in Hermes' stat
 name. A switch ends the current frozen system prompt (the next turn freezes one for the new
 model: its window and name are part of it) and adds a visible "Switched to <name>" marker,
 a system-role message that is never sent to the model. A chat whose model was deleted or
-disabled is switched to the default model, with a marker that says so.
+disabled is switched to the default model, with a marker that says so. The marker is saved
+in English (the API and exports read it as it was written) and shown in the reader's
+language (:func:`switch_marker_text`).
 """
 
 from __future__ import annotations
+
+import re
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -16,13 +20,29 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from core.exceptions import NotFound, ServiceError
+from accounts.language import speaking_to
+from core.exceptions import NotFound, ServiceError, english, lazy_format
 from core.realtime import publish, session_group
 from model_catalog.selectors import ModelChoice, choice_for, default_choice
 
 from . import turn_claim
 from .branches import path_tip
 from .models import Message, Session
+
+SWITCHED = gettext_lazy("Switched to %(model)s")
+SWITCHED_FROM_GONE = gettext_lazy("Switched to %(model)s: %(gone)s is no longer available")
+# The two markers as saved (SWITCHED_FROM_GONE when the second part is there).
+_SAVED_MARKER = re.compile(r"Switched to (?P<model>.+?)(?:: (?P<gone>.+) is no longer available)?")
+
+
+def switch_marker_text(content: str) -> str:
+    """A switch marker's saved (English) text in the active language; other text as it is."""
+    saved = _SAVED_MARKER.fullmatch(content)
+    if saved is None:
+        return content
+    if saved["gone"] is None:
+        return str(lazy_format(SWITCHED, model=saved["model"]))
+    return str(lazy_format(SWITCHED_FROM_GONE, model=saved["model"], gone=saved["gone"]))
 
 
 def model_config_for(choice: ModelChoice) -> dict[str, str]:
@@ -39,7 +59,9 @@ def check_model_choice(ref: str) -> ModelChoice:
     """The enabled model ``ref`` names; ServiceError for unknown, disabled or deleted ones."""
     choice = choice_for(str(ref))
     if choice is None:
-        raise ServiceError("model_unavailable", "That model is not available; pick another.")
+        raise ServiceError(
+            "model_unavailable", gettext_lazy("That model is not available; pick another.")
+        )
     return choice
 
 
@@ -50,10 +72,19 @@ def session_model_choice(session: Session) -> ModelChoice | None:
     return choice_for(ref) if ref else default_choice()
 
 
-def session_model_apply(*, session: Session, choice: ModelChoice, text: str) -> Message:
-    """Switch ``session`` to ``choice`` with a marker saying ``text``; the caller holds the
-    conversation (its turn claim) or a transaction that created it. Tabs hear a
-    ``model_switched`` notice once committed."""
+def session_model_apply(*, session: Session, choice: ModelChoice, gone: str = "") -> Message:
+    """Switch ``session`` to ``choice`` with a marker saying so (and that the model named
+    ``gone`` is no longer available, when given); the caller holds the conversation (its
+    turn claim) or a transaction that created it. Tabs hear a ``model_switched`` notice,
+    in the owner's language, once committed."""
+    said = (
+        lazy_format(SWITCHED_FROM_GONE, model=choice.name, gone=gone)
+        if gone
+        else lazy_format(SWITCHED, model=choice.name)
+    )
+    text = english(said)
+    with speaking_to(session.owner_id):
+        shown = str(said)
     now = timezone.now()
     with transaction.atomic():
         Session.objects.filter(pk=session.pk).update(
@@ -75,7 +106,7 @@ def session_model_apply(*, session: Session, choice: ModelChoice, text: str) -> 
             "type": "notice",
             "session": session.pk,
             "kind": "model_switched",
-            "text": text,
+            "text": shown,
             "model": {"id": choice.ref, "name": choice.name},
             "message_id": marker.pk,
         }
@@ -95,25 +126,27 @@ def session_model_switch(*, user: AbstractBaseUser, session_id: str, ref: str) -
         if session is None:
             raise NotFound(gettext_lazy("conversation"))
         if session.ended_at is not None:
-            raise ServiceError("session_ended", "This conversation has ended.")
+            raise ServiceError("session_ended", gettext_lazy("This conversation has ended."))
         if turn_claim.holder_kind(session_id=session.pk):
             raise ServiceError(
                 "turn_in_progress",
-                "The agent is still answering in this conversation. Wait or press Stop.",
+                gettext_lazy(
+                    "The agent is still answering in this conversation. Wait or press Stop."
+                ),
             )
         if session_entry(session) != choice.ref:
-            session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
+            session_model_apply(session=session, choice=choice)
     return session
 
 
 def session_model_for_turn(session: Session) -> tuple[ModelChoice, str]:
-    """The model for a turn and, when its own model is gone, the fallback notice (the
-    session is then switched to the default model). Call while holding the turn claim."""
+    """The model for a turn and, when its own model is gone, the fallback marker's (English)
+    text (the session is then switched to the default model). Call while holding the turn
+    claim."""
     choice = session_model_choice(session)
     if choice is not None:
         return choice, ""
     gone = session_entry(session, "entry_name") or session.model or "its model"
     fallback = default_choice()
-    text = f"Switched to {fallback.name}: {gone} is no longer available"
-    session_model_apply(session=session, choice=fallback, text=text)
-    return fallback, text
+    marker = session_model_apply(session=session, choice=fallback, gone=gone)
+    return fallback, marker.content

@@ -9,20 +9,22 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, english, lazy_format
 from core.markdown import render_markdown
 from core.middleware import errors_back_to
 from model_catalog.apis import picker_entries
 
 from . import services
-from .agent.tools import tool_failed, tool_summary
+from .agent.runner import STOPPED_AFTER_TOOLS
+from .agent.tools import chip_summary, tool_failed
 from .branches import alternatives_of
 from .compression import summary_text
 from .lineage import compression_chain, compression_tip
 from .models import Message, Session
-from .session_model import session_entry
+from .session_model import session_entry, switch_marker_text
 
 
 @login_required
@@ -37,30 +39,47 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 # What a stopped or failed answer says under it (by the error code saved with it).
 END_NOTES = {
-    "stopped": "Answer stopped.",
-    "rate_limited": "The model is rate-limited right now; try again in a moment.",
-    "llm_unavailable": "The connection to the model server failed.",
-    "llm_refused": "The model server refused the connection: is it running?",
-    "llm_timeout": "The model server timed out.",
-    "llm_server_error": "The model server answered with a server error (HTTP 5xx).",
-    "auth_failed": "The model refused the configured API key (check OPENAI_API_KEY).",
-    "bad_request": "The model rejected the request.",
-    "context_too_long": "The conversation is too long for the model's context window.",
-    "interrupted": "The connection to the model was cut mid-answer.",
-    "process_died": "The server stopped while answering. Press Regenerate for a full answer.",
-    "realtime_unavailable": "The server lost its message broker mid-answer.",
-    "internal_error": "Something went wrong on our side.",
+    "stopped": gettext_lazy("Answer stopped."),
+    "rate_limited": gettext_lazy("The model is rate-limited right now; try again in a moment."),
+    "llm_unavailable": gettext_lazy("The connection to the model server failed."),
+    "llm_refused": gettext_lazy("The model server refused the connection: is it running?"),
+    "llm_timeout": gettext_lazy("The model server timed out."),
+    "llm_server_error": gettext_lazy("The model server answered with a server error (HTTP 5xx)."),
+    "auth_failed": gettext_lazy("The model refused the configured API key (check OPENAI_API_KEY)."),
+    "bad_request": gettext_lazy("The model rejected the request."),
+    "context_too_long": gettext_lazy(
+        "The conversation is too long for the model's context window."
+    ),
+    "interrupted": gettext_lazy("The connection to the model was cut mid-answer."),
+    "process_died": gettext_lazy(
+        "The server stopped while answering. Press Regenerate for a full answer."
+    ),
+    "realtime_unavailable": gettext_lazy("The server lost its message broker mid-answer."),
+    "internal_error": gettext_lazy("Something went wrong on our side."),
 }
 
 
 def end_note(message: Message) -> str:
+    """The note under a stopped or failed answer, in the active language ("" for others)."""
     if message.status == Message.Status.INTERRUPTED:
-        reason = END_NOTES.get(message.finish_reason, "The answer was interrupted.")
-        return reason if message.finish_reason == "stopped" else f"Interrupted: {reason}"
+        if message.finish_reason == "stopped":
+            return str(END_NOTES["stopped"])
+        reason = END_NOTES.get(message.finish_reason, gettext_lazy("The answer was interrupted."))
+        return gettext("Interrupted: %(reason)s") % {"reason": reason}
     if message.status == Message.Status.FAILED:
-        reason = END_NOTES.get(message.finish_reason, "Something went wrong.")
-        return f"No answer. {reason} Your message is saved."
+        reason = END_NOTES.get(message.finish_reason, gettext_lazy("Something went wrong."))
+        return gettext("No answer. %(reason)s Your message is saved.") % {"reason": reason}
     return ""
+
+
+def answer_text(message: Message) -> str:
+    """An answer's text as the chat shows it: the note that stands in for an answer at the
+    tool-round limit is saved in English (the model reads it back), shown in the reader's
+    language."""
+    rounds = re.search(r"\d+", message.content) if message.finish_reason == "tool_limit" else None
+    if rounds and message.content == english(lazy_format(STOPPED_AFTER_TOOLS, rounds=rounds[0])):
+        return str(lazy_format(STOPPED_AFTER_TOOLS, rounds=rounds[0]))
+    return message.content
 
 
 SIDEBAR_PAGE = 50
@@ -91,7 +110,7 @@ def sidebar_page(
 
 def display_title(session: Session) -> str:
     """'Deploy script #3' is shown as 'Deploy script': the chain is one conversation."""
-    title = session.title or "Untitled"
+    title = session.title or gettext("Untitled")
     return re.sub(r" #\d+$", "", title) if session.parent_id else title
 
 
@@ -112,7 +131,7 @@ def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for m in rows:
         if m.kind == Message.Kind.MODEL_SWITCH:
-            items.append({"message": m, "model_switch": True, "chips": []})
+            items.append({"message": m, "model_switch": switch_marker_text(m.content), "chips": []})
             continue
         if m.role == Message.Role.TOOL or m.role == Message.Role.SYSTEM:
             continue
@@ -124,25 +143,30 @@ def _thread(sessions: list[Session], *, after: int = 0) -> list[dict[str, Any]]:
         chips = []
         for call in m.tool_calls or []:
             fn = call.get("function", {})
+            name, arguments = fn.get("name", "tool"), fn.get("arguments", "")
             result = results.get(call.get("id"))
             chips.append(
                 {
-                    "name": fn.get("name", "tool"),
-                    "arguments": fn.get("arguments", ""),
+                    "name": name,
+                    "arguments": arguments,
                     "result": result.content if result else "",
-                    "summary": tool_summary(result.content) if result else "no result",
+                    "summary": chip_summary(name, result.content, arguments)
+                    if result
+                    else gettext("no result"),
                     "ok": bool(result) and not tool_failed(result.content),
                 }
             )
+        text = answer_text(m) if m.role == Message.Role.ASSISTANT else m.content
         items.append(
             {
                 "message": m,
+                "text": text,
                 "alternatives": alternatives.get(m.pk),
                 "editable": m.session_id in open_ids
                 and m.role == Message.Role.USER
                 and m.kind == Message.Kind.REGULAR,
                 "chips": chips,
-                "html": render_markdown(m.content) if m.role == Message.Role.ASSISTANT else None,
+                "html": render_markdown(text) if m.role == Message.Role.ASSISTANT else None,
                 "note": end_note(m),
             }
         )
@@ -240,7 +264,7 @@ def chat_pin(request: HttpRequest, session_id: str) -> HttpResponse:
 @require_POST
 def chat_delete(request: HttpRequest, session_id: str) -> HttpResponse:
     services.session_delete(user=request.user, session_id=session_id)
-    messages.success(request, "Conversation deleted.")
+    messages.success(request, gettext("Conversation deleted."))
     return redirect("chat")
 
 
@@ -273,5 +297,5 @@ def session_summarise(request: HttpRequest) -> HttpResponse:
     except ServiceError as exc:
         messages.error(request, exc.text)
     else:
-        messages.success(request, "Summarising in the background; reload to see it.")
+        messages.success(request, gettext("Summarising in the background; reload to see it."))
     return redirect(list_url(request.POST.dict()))

@@ -6,9 +6,11 @@ the live chat are authored "agent", those of the background review "review".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.language import speaking_to
@@ -75,6 +77,18 @@ def skills_list(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
 
 
+def skills_list_chip(payload: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The chat's chip for skills_list, in the reader's language: "3 skills in 'devops'"."""
+    if payload.get("success") is not True:
+        return ""
+    count, category = int(payload.get("count") or 0), args.get("category")
+    if category:
+        return ngettext(
+            "%(count)d skill in %(category)s", "%(count)d skills in %(category)s", count
+        ) % {"count": count, "category": category}
+    return ngettext("%(count)d skill", "%(count)d skills", count) % {"count": count}
+
+
 # --- skill_view -------------------------------------------------------------------------------
 
 
@@ -125,6 +139,18 @@ def skill_view(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
 
 
+def skill_view_chip(payload: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The chat's chip for skill_view, in the reader's language: "read deploy"."""
+    if payload.get("success") is not True:
+        return ""
+    name, path = payload.get("name"), payload.get("file_path")
+    if not path:
+        return gettext("read %(name)s") % {"name": name}
+    if payload.get("binary"):
+        return gettext("%(name)s/%(path)s (binary)") % {"name": name, "path": path}
+    return gettext("read %(name)s/%(path)s") % {"name": name, "path": path}
+
+
 # --- skill_manage -----------------------------------------------------------------------------
 
 
@@ -161,6 +187,34 @@ def _changed(
         summary=message,
         notice=(kind, _said_to(ctx, label, name=name, url=url)),
     )
+
+
+def skill_manage_chip(payload: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The chat's chip for skill_manage, in the reader's language, by the action it took:
+    "created skill deploy"."""
+    if payload.get("success") is not True:
+        return ""
+    values = {
+        "name": payload.get("name") or args.get("name"),
+        "path": payload.get("file_path") or args.get("file_path"),
+        "into": args.get("absorbed_into"),
+    }
+    action = args.get("action")
+    if action == "patch":
+        count = int(payload.get("replacements") or 1)
+        return ngettext(
+            "patched skill %(name)s", "patched skill %(name)s (%(count)d replacements)", count
+        ) % {**values, "count": count}
+    if action == "delete" and values["into"]:
+        return gettext("deleted skill %(name)s (absorbed into %(into)s)") % values
+    said = {
+        "create": _("created skill %(name)s"),
+        "edit": _("updated skill %(name)s"),
+        "delete": _("deleted skill %(name)s"),
+        "write_file": _("wrote %(path)s in skill %(name)s"),
+        "remove_file": _("removed %(path)s from skill %(name)s"),
+    }.get(str(action))
+    return str(said) % values if said else ""
 
 
 def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -272,6 +326,7 @@ SKILLS_LIST = Tool(
         "additionalProperties": False,
     },
     handler=skills_list,
+    chip=skills_list_chip,
 )
 
 SKILL_VIEW = Tool(
@@ -295,6 +350,7 @@ SKILL_VIEW = Tool(
         "additionalProperties": False,
     },
     handler=skill_view,
+    chip=skill_view_chip,
 )
 
 SKILL_MANAGE = Tool(
@@ -339,6 +395,7 @@ SKILL_MANAGE = Tool(
         "additionalProperties": False,
     },
     handler=skill_manage,
+    chip=skill_manage_chip,
 )
 
 

@@ -26,14 +26,17 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
+from accounts.language import asaid_to, aspeaking_to
 from accounts.services import profile_get
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, english, lazy_format
 from core.leases import Lease, lease_heartbeat_async
 from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 
 from .. import selectors, services
+from ..compression import COMPRESSED_NOTICE
 from ..models import API_SOURCE, Message
 from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
@@ -58,10 +61,13 @@ logger = logging.getLogger(__name__)
 
 _running: dict[str, asyncio.Task[None]] = {}
 
-STOPPED_AFTER_TOOLS = (
-    "I stopped after {n} rounds of tool calls without reaching an answer. "
+#: The answer in place of one at the tool-round limit. Saved in English (the model reads it
+#: back as its own words); the chat shows it in the person's language (views).
+STOPPED_AFTER_TOOLS = _(
+    "I stopped after %(rounds)s rounds of tool calls without reaching an answer. "
     "Tell me to continue if you want me to keep going."
 )
+INTERNAL_ERROR = _("Something went wrong on our side. Your message is saved; try again.")
 
 
 def running_turns() -> dict[str, asyncio.Task[None]]:
@@ -114,8 +120,10 @@ async def begin_turn(
                 continue
             raise ServiceError(
                 "compressing",
-                "Earlier messages are still being compressed. Your message is saved: press "
-                "Regenerate in a moment to get the answer.",
+                _(
+                    "Earlier messages are still being compressed. Your message is saved: press "
+                    "Regenerate in a moment to get the answer."
+                ),
                 session=start.session.pk,
             ) from None
         switched = session_id if session_id and session_id != pending.session.pk else None
@@ -211,9 +219,9 @@ async def _run_turn(
     except llm.LLMError as exc:
         await _close_unfinished(turn, status=_unfinished(turn), reason=exc.code.value)
         with contextlib.suppress(RealtimeUnavailable):
-            await turn.events.emit(
-                {"type": "error", "code": exc.code.value, "message": exc.message}
-            )
+            with await aspeaking_to(turn.user.pk):
+                said = exc.text
+            await turn.events.emit({"type": "error", "code": exc.code.value, "message": said})
     except RealtimeUnavailable:
         # The channel layer (Valkey/Redis) went away: the tabs learn it from their socket
         # (see consumers), the answer keeps its text.
@@ -227,8 +235,7 @@ async def _run_turn(
                 {
                     "type": "error",
                     "code": "internal_error",
-                    "message": "Something went wrong on our side. Your message is saved; "
-                    "try again.",
+                    "message": await asaid_to(turn.user.pk, INTERNAL_ERROR),
                 }
             )
     finally:
@@ -313,7 +320,7 @@ async def _announce(turn: _Turn) -> None:
                 "type": "notice",
                 "session": start.switched_from,
                 "kind": "compressed",
-                "text": "Earlier messages were compressed; the conversation continues.",
+                "text": await asaid_to(turn.user.pk, COMPRESSED_NOTICE),
                 "new_session": start.session.pk,
             },
         )
@@ -403,12 +410,15 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
             tool_name=call.name,
             content=outcome.content(),
         )
+        with await aspeaking_to(turn.user.pk):
+            # Said from the payload, as the stored chip is on a reload (views).
+            chip = registry.chip_text(call.name, outcome.payload, call.arguments)
         await events.emit(
             {
                 "type": "tool.result",
                 "name": call.name,
                 "ok": outcome.ok,
-                "summary": outcome.summary,
+                "summary": chip,
                 "call_id": call.id,
                 "message_id": message.id,
             }
@@ -421,8 +431,9 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
 async def _stop_after_tools(turn: _Turn) -> None:
     """The tool-round limit: a short note in place of an answer (no model call)."""
     state = turn.state
-    state.text = STOPPED_AFTER_TOOLS.format(n=turn.tool_iterations)
-    await turn.events.emit({"type": "assistant.delta", "text": state.text})
+    note = lazy_format(STOPPED_AFTER_TOOLS, rounds=turn.tool_iterations)
+    state.text = english(note)
+    await turn.events.emit({"type": "assistant.delta", "text": await asaid_to(turn.user.pk, note)})
     await database_sync_to_async(services.assistant_finish)(
         message_id=state.message_id,
         content=state.text,

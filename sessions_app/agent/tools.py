@@ -13,6 +13,10 @@ registry are the memory providers' (per user, discovered at run time through the
 
 A handler always acts as `ctx.user` — the owner of the conversation, taken from the
 server side — never as anyone the model names in its arguments.
+
+What a call did is said twice: the result payload, in English, is what the model reads; the
+chip under the call in the chat says it to the person, in their language, from that payload
+(:meth:`ToolRegistry.chip_text`, live and on a reload alike).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext, gettext_lazy
 
+from accounts.language import reads_english
 from core.exceptions import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -72,7 +78,8 @@ class ToolResult:
     """What a handler returns.
 
     `payload` is serialised to JSON and sent to the model as the tool message; `summary`
-    is the short text on the chat's tool chip ("added 1 entry"); `notice`, when set, is
+    says in a few English words what the call did, for the records of background runs (the
+    chat's chip is said from the payload, see :attr:`Tool.chip`); `notice`, when set, is
     shown to the user as a `notice` event (kind, text).
     """
 
@@ -86,6 +93,9 @@ class ToolResult:
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], ToolResult]
+#: A tool's chip: (result payload, call arguments) → what the call did in a few words, in
+#: the active language; "" leaves it to the generic chip (the payload's own text).
+ChipText = Callable[[Mapping[str, Any], Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +106,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     handler: Handler
+    chip: ChipText | None = None
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -161,6 +172,50 @@ class ToolRegistry:
             logger.exception("tool %s failed", name)
             return error_result("tool_failed", f"Tool '{name}' failed unexpectedly.")
 
+    def chip_text(
+        self, name: str, payload: Mapping[str, Any], arguments: str | Mapping[str, Any]
+    ) -> str:
+        """The chip under a call of `name`, in the active language, from its result payload
+        (what the model read) and the call's arguments: the tool's own wording for its
+        payload, else the payload's text (provider tools, tools gone since)."""
+        tool = self._tools.get(name)
+        try:
+            args = parse_arguments(arguments)
+        except ServiceError:
+            args = {}
+        text = tool.chip(payload, args) if tool is not None and tool.chip is not None else ""
+        return _clip(text or _generic_chip(payload))
+
+
+#: Short words for the registry's own refusals and the most common one, for a chip in
+#: another language than English (the payload says them at length, in English).
+_ERROR_CHIPS = {
+    "tool_not_available": gettext_lazy("not available here"),
+    "tool_failed": gettext_lazy("failed unexpectedly"),
+    "invalid_arguments": gettext_lazy("invalid arguments"),
+    "not_found": gettext_lazy("not found"),
+}
+
+
+def _generic_chip(payload: Mapping[str, Any]) -> str:
+    if payload.get("success") is False:
+        return _error_chip(payload)
+    return str(payload.get("summary") or payload.get("message") or "") or gettext("done")
+
+
+def _error_chip(payload: Mapping[str, Any]) -> str:
+    """A refusal's chip: its message when the catalog knows it (a marked service message)
+    or the reader reads English, else a few words for its code."""
+    message = str(payload.get("error") or "")
+    said = gettext(message) if message else ""
+    if said and (said != message or reads_english()):
+        return said
+    return str(_ERROR_CHIPS.get(str(payload.get("code")), gettext_lazy("failed")))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "…"
+
 
 def parse_arguments(arguments: str | Mapping[str, Any]) -> dict[str, Any]:
     """A call's arguments as a dict ("" means none); ServiceError if not a JSON object."""
@@ -182,7 +237,7 @@ def error_result(code: str, message: str, **details: Any) -> ToolResult:
     return ToolResult(
         ok=False,
         payload={"success": False, "error": message, "code": code, **details},
-        summary=message if len(message) <= 80 else message[:77] + "…",
+        summary=_clip(message),
     )
 
 
@@ -194,13 +249,9 @@ def _stored_payload(content: str) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def tool_summary(content: str) -> str:
-    """The chip text for a stored tool result (its message, error or a generic word)."""
-    payload = _stored_payload(content)
-    text = str(payload.get("summary") or payload.get("message") or payload.get("error") or "")
-    if not text:
-        return "done"
-    return text if len(text) <= 80 else text[:77] + "…"
+def chip_summary(name: str, content: str, arguments: str | Mapping[str, Any]) -> str:
+    """The chip under a stored call of `name` (see :meth:`ToolRegistry.chip_text`)."""
+    return registry.chip_text(name, _stored_payload(content), arguments)
 
 
 def tool_failed(content: str) -> bool:

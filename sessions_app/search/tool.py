@@ -15,10 +15,11 @@ The current conversation's lineage is never a search result. The handler acts as
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from core.exceptions import NotFound, ServiceError
 
@@ -283,6 +284,44 @@ def _discover(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult(True, payload, summary)
 
 
+def session_search_chip(payload: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The chat's chip for a session_search call, in the reader's language, by its mode:
+    "found 2 conversations (1 summarised)"."""
+    mode = payload.get("mode") if payload.get("success") is True else None
+    if mode == "scroll":
+        count = len(payload.get("messages") or ())
+        return ngettext(
+            "read %(count)d message around #%(id)s",
+            "read %(count)d messages around #%(id)s",
+            count,
+        ) % {"count": count, "id": payload.get("around_message_id")}
+    if mode == "read":
+        count = int(payload.get("message_count") or 0)
+        return ngettext(
+            "read a conversation (%(count)d message)",
+            "read a conversation (%(count)d messages)",
+            count,
+        ) % {"count": count}
+    if mode == "recent":
+        count = len(payload.get("results") or ())
+        return ngettext(
+            "listed %(count)d recent conversation", "listed %(count)d recent conversations", count
+        ) % {"count": count}
+    if mode != "search":
+        return ""
+    results = payload.get("results") or ()
+    count = len(results)
+    found = ngettext("found %(count)d conversation", "found %(count)d conversations", count) % {
+        "count": count
+    }
+    summarised = sum(1 for r in results if isinstance(r, Mapping) and r.get("summary"))
+    if not results or summarised == count:
+        return found
+    return ngettext(
+        "%(found)s (%(count)d summarised)", "%(found)s (%(count)d summarised)", summarised
+    ) % {"found": found, "count": summarised}
+
+
 def session_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if args.get("session_id") not in (None, ""):
         if args.get("around_message_id") not in (None, ""):
@@ -301,5 +340,6 @@ TOOLS = (
         description=DESCRIPTION,
         parameters=PARAMETERS,
         handler=session_search,
+        chip=session_search_chip,
     ),
 )

@@ -10,7 +10,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.utils import translation
+from django.utils.translation import gettext_lazy
 
+from core.exceptions import lazy_format
 from devtools.scripted_llm import Fault, ScriptedLLM, count_prompt_tokens
 from model_catalog.selectors import env_choice
 from sessions_app.agent import llm
@@ -393,6 +396,21 @@ def test_llm_error_pickles() -> None:
         1.5,
         "Hel",
     )
+
+
+def test_llm_error_pickles_still_marked_and_reads_english_for_logs() -> None:
+    refused = gettext_lazy("The model server at %(server)s refused the connection: is it running?")
+    error = LLMError("llm_refused", lazy_format(refused, server="127.0.0.1:9"), status=None)
+    with translation.override("zh-hans"):
+        copy = pickle.loads(pickle.dumps(error))
+        # Pickled under another language, it is still English for logs and API clients...
+        assert copy.message == str(copy) == error.message
+        assert (
+            copy.message == "The model server at 127.0.0.1:9 refused the connection: is it running?"
+        )
+        # ...and said to a person in theirs, wherever it is unpickled.
+        assert copy.text == "位于 127.0.0.1:9 的模型服务器拒绝了连接：它在运行吗？"
+    assert copy.text == copy.message
 
 
 def test_max_tokens_parameter_name_for_openai_itself(scripted: ScriptedLLM, settings: Any) -> None:

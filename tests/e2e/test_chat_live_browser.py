@@ -72,7 +72,7 @@ def test_tool_chips_show_only_under_the_answer_that_used_the_tool(
     wait_answered(page, 2)
     assert page.locator(".chip").count() == 1
     assert chips_below(page, "Please remember") == (0, 1)
-    assert re.match(r"memory · Entry added", page.inner_text(".chip summary"))
+    assert re.match(r"memory · About you: Entry added\. \(", page.inner_text(".chip summary"))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"chat-tool-chips-{viewport['width']}.png"))
 

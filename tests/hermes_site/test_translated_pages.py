@@ -6,6 +6,7 @@ that stay as they are (tests/support/untranslated.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -23,8 +24,13 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from accounts.models import Profile
+from core.exceptions import english, lazy_format
 from memory.models import MemoryEntry
 from privacy.models import ChatImportJob, ExportJob
+from sessions_app.agent.runner import STOPPED_AFTER_TOOLS
+from sessions_app.agent.tools import ToolContext, registry
+from sessions_app.models import Message
+from sessions_app.session_model import SWITCHED, SWITCHED_FROM_GONE
 from tests.privacy.conftest import marker, seed
 from tests.support.untranslated import english_in, untranslated
 
@@ -54,9 +60,91 @@ def chinese_reader(superuser):
     return seeded
 
 
+@pytest.fixture
+def chinese_chat(chinese_reader):
+    """The reader's conversation (the seed's compressed one) goes on with what the server
+    says on a chat page: tool chips of every built-in tool (one refused, one unknown), a
+    stopped answer, interrupted and failed ones with their notes, the tool-round limit's
+    note and model-switch markers; the compression marker is the seed's."""
+    _seed_chat(chinese_reader)
+    return chinese_reader
+
+
+def _seed_chat(seeded) -> None:
+    user, chat = seeded.user, seeded.continuation
+    calls = [
+        ("memory", {"action": "add", "target": "user", "content": marker("zh", "chipmemory")}),
+        ("memory", {"action": "add", "target": "user", "content": ""}),  # refused: empty
+        ("session_search", {}),
+        ("session_search", {"query": seeded.markers["user"], "summaries": False}),
+        ("skills_list", {"category": "devops"}),
+        ("skill_view", {"name": seeded.skill_name}),
+        (
+            "skill_manage",
+            {
+                "action": "write_file",
+                "name": seeded.skill_name,
+                "file_path": "references/notes.md",
+                "file_content": marker("zh", "chipskill"),
+            },
+        ),
+        ("no_such_tool", {}),
+    ]
+    ctx = ToolContext(user=user, session_id=chat.pk)
+    said = _said_in(chat)
+    said(role="user", content=f"Use your tools {marker('zh', 'asktools')}")
+    said(
+        role="assistant",
+        status="complete",
+        tool_calls=[
+            {
+                "id": f"call_chip{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(calls)
+        ],
+    )
+    for i, (name, args) in enumerate(calls):
+        result = registry.dispatch(ctx, name, json.dumps(args), allowed=set(registry.names()))
+        said(role="tool", tool_call_id=f"call_chip{i}", tool_name=name, content=result.content())
+    said(role="assistant", status="complete", content=f"Done {marker('zh', 'answer')}")
+    # What stands in for an answer at the tool-round limit, as the runner saves it.
+    rounds = lazy_format(STOPPED_AFTER_TOOLS, rounds=8)
+    said(role="assistant", status="complete", finish_reason="tool_limit", content=english(rounds))
+    said(role="user", content=f"Go on {marker('zh', 'stop')}")
+    said(role="assistant", status="interrupted", finish_reason="stopped", content=marker("zh", "s"))
+    said(role="user", content=f"Again {marker('zh', 'cut')}")
+    said(
+        role="assistant",
+        status="interrupted",
+        finish_reason="llm_timeout",
+        content=marker("zh", "c"),
+    )
+    said(role="user", content=f"Once more {marker('zh', 'fail')}")
+    said(role="assistant", status="failed", finish_reason="rate_limited")
+    for switched in (
+        lazy_format(SWITCHED, model="gpt-test"),
+        lazy_format(SWITCHED_FROM_GONE, model="gpt-test", gone="gpt-retired"),
+    ):
+        said(role="system", kind=Message.Kind.MODEL_SWITCH, content=english(switched))
+
+
+def _said_in(chat):
+    """Adds messages to `chat`, each on the path after the one before (no alternatives)."""
+    last = [chat.messages.order_by("id").last()]
+
+    def said(**fields) -> Message:
+        last[0] = Message.objects.create(session=chat, parent=last[0], **fields)
+        return last[0]
+
+    return said
+
+
 def _kwargs(route: str, seeded) -> dict[str, object]:
     values = {
-        "session_id": seeded.session.pk,
+        # The conversation at its newest part: the chat page of the whole chain.
+        "session_id": seeded.continuation.pk,
         "user_id": seeded.user.pk,
         "entry_id": seeded.entry_id,
         "inference_id": apps.get_model("memory", "Inference").objects.first().pk,
@@ -84,10 +172,11 @@ def _english(
     return [f"{url}: {text!r}" for text in untranslated(page, also_kept=also_kept)]
 
 
-def test_every_page_of_a_signed_in_person_is_in_chinese(chinese_reader):
+def test_every_page_of_a_signed_in_person_is_in_chinese(chinese_chat):
+    chinese_reader = chinese_chat
     client = Client(HTTP_ACCEPT_LANGUAGE="en")  # the person's choice wins over the browser
     client.force_login(chinese_reader.user)
-    kept = frozenset({chinese_reader.user.username, "gpt-test", "devops"})
+    kept = frozenset({chinese_reader.user.username, "gpt-test", "gpt-retired", "devops"})
     kept |= {chinese_reader.skill_name, "references/notes.md"}  # names the person gave
     kept |= {"OR", "NOT", "nothing-like-this"}  # the search syntax's operators; a query
     found, scanned = [], 0
@@ -106,6 +195,12 @@ def test_every_page_of_a_signed_in_person_is_in_chinese(chinese_reader):
     for words in (chinese_reader.markers["user"], "nothing-like-this"):
         found += _english(client, reverse("session_list") + f"?q={words}", kept)
     assert scanned >= 20, f"only {scanned} pages answered in HTML: the scan lost its pages"
+    # The chat page scanned shows all the seed put there (the seed's own chip and eight).
+    chat = client.get(reverse("chat_session", args=[chinese_reader.continuation.pk]))
+    page = chat.content.decode()
+    assert chat.status_code == 200 and page.count('<details class="chip') == 9
+    assert page.count("chip-failed") == 2 and page.count('class="msg-note') == 3
+    assert page.count('class="model-marker"') == 2 and 'class="compress-marker"' in page
     assert found == [], "English left on the pages:\n" + "\n".join(found)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import openai
 from django.conf import settings
+from django.utils.translation import gettext_lazy
 from openai import AsyncOpenAI
 
 from .assembly import ToolCallAccumulator, fallback_call_id, reasoning_of, usage_from
@@ -217,7 +218,9 @@ async def complete(
             await api.close()
 
     if not response.choices:
-        raise LLMError(ErrorCode.LLM_UNAVAILABLE, "The model returned an empty response.")
+        raise LLMError(
+            ErrorCode.LLM_UNAVAILABLE, gettext_lazy("The model returned an empty response.")
+        )
     choice = response.choices[0]
     message = choice.message
     tool_calls = tuple(

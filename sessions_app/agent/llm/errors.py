@@ -2,7 +2,9 @@
 openai SDK's and the HTTP transport's exceptions to it.
 
 Messages are safe to show to the user: the API key (and anything shaped like a key) is
-redacted, and the server is named by host and port only.
+redacted, and the server is named by host and port only. They are marked for translation:
+``message`` is the English wording logs and API clients keep, ``text`` the person's (the
+server's own words inside stay as it said them).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from urllib.parse import urlsplit
 import httpx
 import openai
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 from openai import AsyncOpenAI
+
+from core.exceptions import Text, english, lazy_format
 
 try:  # openai>=3 runs on httpx2; older SDKs on httpx. Catch raw errors from both.
     import httpx2
@@ -68,6 +73,8 @@ class ErrorCode(StrEnum):
 class LLMError(Exception):
     """Any failure talking to the model; ``code`` is an :class:`ErrorCode`.
 
+    ``message`` is the English wording (logs, API clients); ``text`` the same in the active
+    language, what the chat shows a person (see core.exceptions.ServiceError).
     ``partial_text`` holds the text streamed before a mid-stream failure so it can be saved.
     ``retry_after`` is the server-suggested wait in seconds (rate limits), if any.
     """
@@ -75,24 +82,32 @@ class LLMError(Exception):
     def __init__(
         self,
         code: ErrorCode | str,
-        message: str,
+        message: Text,
         *,
         retry_after: float | None = None,
         status: int | None = None,
         partial_text: str = "",
     ) -> None:
-        super().__init__(message)
         self.code = ErrorCode(code)  # a code outside the enum is a bug: fail loudly
-        self.message = message
+        self._message = message
+        self.message = english(message)
+        super().__init__(self.message)
         self.retry_after = retry_after
         self.status = status
         self.partial_text = partial_text
 
+    @property
+    def text(self) -> str:
+        """The message in the active language."""
+        return str(self._message)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only arguments defeat default exception pickling (Celery results, channels).
+        # The message travels still marked (a lazy string pickles as its msgid and values):
+        # rendered where it is shown, English wherever `message` is read.
         return (
             _rebuild_error,
-            (str(self.code), self.message, self.retry_after, self.status, self.partial_text),
+            (str(self.code), self._message, self.retry_after, self.status, self.partial_text),
         )
 
     def __repr__(self) -> str:
@@ -102,7 +117,7 @@ class LLMError(Exception):
 
 
 def _rebuild_error(
-    code: str, message: str, retry_after: float | None, status: int | None, partial: str
+    code: str, message: Text, retry_after: float | None, status: int | None, partial: str
 ) -> LLMError:
     return LLMError(code, message, retry_after=retry_after, status=status, partial_text=partial)
 
@@ -110,8 +125,10 @@ def _rebuild_error(
 def not_configured() -> LLMError:
     return LLMError(
         ErrorCode.LLM_UNAVAILABLE,
-        "The language model is not configured (set HERMES_MODEL and OPENAI_BASE_URL "
-        "or OPENAI_API_KEY).",
+        _(
+            "The language model is not configured (set HERMES_MODEL and OPENAI_BASE_URL "
+            "or OPENAI_API_KEY)."
+        ),
     )
 
 
@@ -226,17 +243,24 @@ def _connect_timeout(exc: BaseException) -> bool:
 
 def _connection_failed(exc: BaseException, *, mid_stream: bool, server: str) -> LLMError:
     if mid_stream:
-        return LLMError(ErrorCode.INTERRUPTED, "The connection to the model dropped mid-answer.")
+        return LLMError(ErrorCode.INTERRUPTED, _("The connection to the model dropped mid-answer."))
     if _refused(exc):
         return LLMError(
             ErrorCode.LLM_REFUSED,
-            f"The model server at {server} refused the connection: is it running?",
+            lazy_format(
+                _("The model server at %(server)s refused the connection: is it running?"),
+                server=server,
+            ),
         )
     root = _causes(exc)[-1]
     reason = _redact(" ".join(str(root).split()))[:_MAX_DETAIL] or type(root).__name__
     return LLMError(
         ErrorCode.LLM_UNAVAILABLE,
-        f"The connection to the model server at {server} failed: {reason}",
+        lazy_format(
+            _("The connection to the model server at %(server)s failed: %(reason)s"),
+            server=server,
+            reason=reason,
+        ),
     )
 
 
@@ -245,14 +269,26 @@ def _timed_out(exc: BaseException, *, mid_stream: bool, server: str) -> LLMError
         connect = float(settings.HERMES_LLM_CONNECT_TIMEOUT)
         return LLMError(
             ErrorCode.LLM_TIMEOUT,
-            f"The model server at {server} did not accept the connection within {connect:g} s.",
+            lazy_format(
+                _(
+                    "The model server at %(server)s did not accept the connection within "
+                    "%(seconds)s s."
+                ),
+                server=server,
+                seconds=f"{connect:g}",
+            ),
         )
-    read = float(settings.HERMES_LLM_READ_TIMEOUT)
-    during = "mid-answer" if mid_stream else "to the request"
-    return LLMError(
-        ErrorCode.LLM_TIMEOUT,
-        f"The model server at {server} timed out: no reply {during} within {read:g} s.",
-    )
+    read = f"{float(settings.HERMES_LLM_READ_TIMEOUT):g}"
+    if mid_stream:
+        said = _(
+            "The model server at %(server)s timed out: no reply mid-answer within %(seconds)s s."
+        )
+    else:
+        said = _(
+            "The model server at %(server)s timed out: no reply to the request within "
+            "%(seconds)s s."
+        )
+    return LLMError(ErrorCode.LLM_TIMEOUT, lazy_format(said, server=server, seconds=read))
 
 
 def _classify(exc: BaseException, *, api: AsyncOpenAI, mid_stream: bool) -> LLMError:
@@ -267,12 +303,23 @@ def _classify(exc: BaseException, *, api: AsyncOpenAI, mid_stream: bool) -> LLME
         # An error event inside an otherwise healthy stream, or an unparseable response.
         detail = _redact(" ".join((exc.message or "").split()))[:_MAX_DETAIL]
         if mid_stream:
-            return LLMError(ErrorCode.INTERRUPTED, f"The model stopped mid-answer: {detail}")
-        return LLMError(ErrorCode.LLM_UNAVAILABLE, f"The model server at {server} failed: {detail}")
+            return LLMError(
+                ErrorCode.INTERRUPTED,
+                lazy_format(_("The model stopped mid-answer: %(detail)s"), detail=detail),
+            )
+        return LLMError(
+            ErrorCode.LLM_UNAVAILABLE,
+            lazy_format(
+                _("The model server at %(server)s failed: %(detail)s"), server=server, detail=detail
+            ),
+        )
     if isinstance(exc, RAW_HTTP_ERRORS):
         return _connection_failed(exc, mid_stream=mid_stream, server=server)
     # Remaining OpenAIErrors are client-side set-up problems (e.g. a malformed base URL).
-    return LLMError(ErrorCode.LLM_UNAVAILABLE, f"The model client failed: {type(exc).__name__}.")
+    return LLMError(
+        ErrorCode.LLM_UNAVAILABLE,
+        lazy_format(_("The model client failed: %(error)s."), error=type(exc).__name__),
+    )
 
 
 def _classify_status(exc: openai.APIStatusError, server: str) -> LLMError:
@@ -281,40 +328,71 @@ def _classify_status(exc: openai.APIStatusError, server: str) -> LLMError:
     if status == 429:
         return LLMError(
             ErrorCode.RATE_LIMITED,
-            f"The model provider is rate limiting requests: {detail}",
+            lazy_format(
+                _("The model provider is rate limiting requests: %(detail)s"), detail=detail
+            ),
             retry_after=_retry_after(exc.response),
             status=status,
         )
     if status in (401, 403):
         return LLMError(
             ErrorCode.AUTH_FAILED,
-            f"The model server rejected our credentials (HTTP {status}): {detail}",
+            lazy_format(
+                _("The model server rejected our credentials (HTTP %(status)s): %(detail)s"),
+                status=status,
+                detail=detail,
+            ),
             status=status,
         )
     if status in (400, 404, 413, 422):
         if _CONTEXT_RE.search(_error_code_of(exc)) or _CONTEXT_RE.search(detail):
             return LLMError(
                 ErrorCode.CONTEXT_TOO_LONG,
-                f"The conversation is too long for the model's context window: {detail}",
+                lazy_format(
+                    _("The conversation is too long for the model's context window: %(detail)s"),
+                    detail=detail,
+                ),
                 status=status,
             )
         return LLMError(
-            ErrorCode.BAD_REQUEST, f"The model server rejected the request: {detail}", status=status
+            ErrorCode.BAD_REQUEST,
+            lazy_format(_("The model server rejected the request: %(detail)s"), detail=detail),
+            status=status,
         )
     if status >= 500:
         return LLMError(
             ErrorCode.LLM_SERVER_ERROR,
-            f"The model server at {server} failed with a server error (HTTP {status}): {detail}",
+            lazy_format(
+                _(
+                    "The model server at %(server)s failed with a server error "
+                    "(HTTP %(status)s): %(detail)s"
+                ),
+                server=server,
+                status=status,
+                detail=detail,
+            ),
             status=status,
         )
     if status in (408, 409):  # retried by the SDK like 5xx, but not the server failing
         return LLMError(
             ErrorCode.LLM_UNAVAILABLE,
-            f"The model server at {server} gave up on the request (HTTP {status}): {detail}",
+            lazy_format(
+                _(
+                    "The model server at %(server)s gave up on the request "
+                    "(HTTP %(status)s): %(detail)s"
+                ),
+                server=server,
+                status=status,
+                detail=detail,
+            ),
             status=status,
         )
     return LLMError(
         ErrorCode.BAD_REQUEST,
-        f"The model server rejected the request (HTTP {status}): {detail}",
+        lazy_format(
+            _("The model server rejected the request (HTTP %(status)s): %(detail)s"),
+            status=status,
+            detail=detail,
+        ),
         status=status,
     )
