@@ -10,6 +10,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from core.leases import Lease
+
 from ..models import Message
 from .stream import StreamState, TurnEvents
 
@@ -109,3 +111,14 @@ class TurnControl:
                 "status": Message.Status.STREAMING,
             },
         }
+
+
+def stop_when_lost(lease: Lease, task: asyncio.Task[Any] | None) -> Callable[[Any], None]:
+    """A done-callback for the turn's heartbeat: it only ends by itself when a renewal found
+    the lease taken over, and then the turn must stop so that two writers never race."""
+
+    def stop(heartbeat: asyncio.Task[None]) -> None:
+        if not heartbeat.cancelled() and lease.lost.is_set() and task is not None:
+            task.cancel()
+
+    return stop

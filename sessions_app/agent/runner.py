@@ -31,7 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.language import asaid_to, aspeaking_to
 from accounts.services import profile_get
 from core.exceptions import ServiceError, english, lazy_format
-from core.leases import Lease, lease_heartbeat_async
+from core.leases import lease_heartbeat_async
 from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 
@@ -41,7 +41,7 @@ from ..models import API_SOURCE, Message
 from ..session_model import session_model_for_turn
 from ..thresholds import compression_schedule
 from . import llm
-from .control import TurnControl, control_group, request_stop, request_sync
+from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
 from .extensions import MemoryProviders, after_turn_jobs, memory_providers_for
 from .llm.cost import CallUsage
 from .prompt import session_freeze_prompt, tool_names_for, uses_memory
@@ -202,7 +202,7 @@ async def _run_turn(
     heartbeat = asyncio.get_running_loop().create_task(
         lease_heartbeat_async(start.lease, on_beat=lambda: turn.events.alive(turn.state.message_id))
     )
-    heartbeat.add_done_callback(_stop_when_lost(start.lease, asyncio.current_task()))
+    heartbeat.add_done_callback(stop_when_lost(start.lease, asyncio.current_task()))
     setup: _Setup | None = None
     answered = False
     try:
@@ -248,17 +248,6 @@ async def _run_turn(
         # After the hooks, which must not wait for it (they claim the conversation for
         # compression before a next turn does); meanwhile it ignores stop and sync.
         await control.stop()
-
-
-def _stop_when_lost(lease: Lease, task: asyncio.Task[Any] | None) -> Callable[[Any], None]:
-    """A done-callback for the turn's heartbeat: it only ends by itself when a renewal found
-    the lease taken over, and then the turn must stop so that two writers never race."""
-
-    def stop(heartbeat: asyncio.Task[None]) -> None:
-        if not heartbeat.cancelled() and lease.lost.is_set() and task is not None:
-            task.cancel()
-
-    return stop
 
 
 def _unfinished(turn: _Turn) -> str:
