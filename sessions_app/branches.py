@@ -88,15 +88,17 @@ def check_open_part(session: Session, message_id: Any) -> Message:
     NotFound for an id outside this (already owner-checked) session, so another person's
     message id reveals nothing."""
     if isinstance(message_id, bool) or not isinstance(message_id, int):
-        raise ServiceError("bad_request", '"message_id" must be a message id.')
+        raise ServiceError("bad_request", gettext_lazy('"message_id" must be a message id.'))
     message = Message.objects.filter(pk=message_id, session_id=session.pk).first()
     if message is None:
         raise NotFound(gettext_lazy("message"))
     if session.ended_at is not None:
         raise ServiceError(
             "not_editable",
-            "This message is in an earlier, compressed part of the conversation; "
-            "it can no longer be changed.",
+            gettext_lazy(
+                "This message is in an earlier, compressed part of the conversation; "
+                "it can no longer be changed."
+            ),
         )
     return message
 
@@ -119,7 +121,9 @@ def answered_user_message(message: Message) -> Message:
             Message.objects.filter(pk=current.parent_id).first() if current.parent_id else None
         )
     if current is None:
-        raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
+        raise ServiceError(
+            "nothing_to_regenerate", gettext_lazy("There is no answer to regenerate.")
+        )
     return current
 
 

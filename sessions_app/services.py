@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from accounts.services import quota_check
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
 
@@ -100,14 +100,18 @@ class TurnStart:
 
 def check_message_text(text: Any) -> str:
     if not isinstance(text, str):
-        raise ServiceError("bad_request", "The message must be text.")
+        raise ServiceError("bad_request", gettext_lazy("The message must be text."))
     if not text.strip():
-        raise ServiceError("empty_message", "Type a message first.")
+        raise ServiceError("empty_message", gettext_lazy("Type a message first."))
     limit = settings.HERMES_MAX_MESSAGE_CHARS
     if len(text) > limit:
         raise ServiceError(
             "message_too_long",
-            f"The message is {len(text):,} characters; the limit is {limit:,}.",
+            lazy_format(
+                gettext_lazy("The message is %(length)s characters; the limit is %(limit)s."),
+                length=f"{len(text):,}",
+                limit=f"{limit:,}",
+            ),
         )
     return text
 
@@ -283,12 +287,14 @@ def _refuse_busy(session: Session, *, compressing: bool) -> None:
     if compressing:
         raise ServiceError(
             "compressing",
-            "Earlier messages are being compressed; your message is saved and will be answered.",
+            gettext_lazy(
+                "Earlier messages are being compressed; your message is saved and will be answered."
+            ),
             session=session.pk,
         )
     raise ServiceError(
         "turn_in_progress",
-        "The agent is still answering in this conversation. Wait or press Stop.",
+        gettext_lazy("The agent is still answering in this conversation. Wait or press Stop."),
         session=session.pk,
     )
 
@@ -298,7 +304,9 @@ def _pending_user_message(session: Session) -> Message:
     the selected path, with nothing after it yet. Call holding the lease."""
     tip = branches.path_tip(session_id=session.pk)
     if tip is None or tip.role != Message.Role.USER:
-        raise ServiceError("nothing_to_regenerate", "There is no message waiting for an answer.")
+        raise ServiceError(
+            "nothing_to_regenerate", gettext_lazy("There is no message waiting for an answer.")
+        )
     return tip
 
 
@@ -319,20 +327,27 @@ def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Mes
     if regenerate and message_id is None:
         asked = session.messages.filter(role=Message.Role.USER, active=True).order_by("-id").first()
         if asked is None:
-            raise ServiceError("nothing_to_regenerate", "There is no answer to regenerate.")
+            raise ServiceError(
+                "nothing_to_regenerate", gettext_lazy("There is no answer to regenerate.")
+            )
     else:
         target = session.messages.get(pk=message_id)
         if not target.active:
             raise ServiceError(
-                "not_on_path", "That message is on another branch; switch to it first."
+                "not_on_path",
+                gettext_lazy("That message is on another branch; switch to it first."),
             )
         if not regenerate:
             if target.role != Message.Role.USER or target.kind != Message.Kind.REGULAR:
-                raise ServiceError("not_editable", "Only your own messages can be edited.")
+                raise ServiceError(
+                    "not_editable", gettext_lazy("Only your own messages can be edited.")
+                )
             branches.path_drop_from(session_id=session.pk, first_id=target.pk)
             return Message.objects.filter(pk=target.parent_id).first()
         if target.role == Message.Role.USER:
-            raise ServiceError("bad_request", "Regenerate names an answer, not your message.")
+            raise ServiceError(
+                "bad_request", gettext_lazy("Regenerate names an answer, not your message.")
+            )
         asked = branches.answered_user_message(target)
     # The answer after `asked` gives way to a new one.
     after = session.messages.filter(active=True, id__gt=asked.pk).order_by("id").first()
@@ -463,7 +478,9 @@ def session_rename(*, user: AbstractBaseUser, session_id: str, title: str) -> Se
     session = access_session(user=user, session_id=session_id)
     title = clean_title(title)
     if not title:
-        raise ServiceError("invalid_title", "A title needs at least one visible character.")
+        raise ServiceError(
+            "invalid_title", gettext_lazy("A title needs at least one visible character.")
+        )
     try:
         with transaction.atomic():
             Session.objects.filter(pk=session.pk).update(
@@ -471,7 +488,11 @@ def session_rename(*, user: AbstractBaseUser, session_id: str, title: str) -> Se
             )
     except IntegrityError:
         raise ServiceError(
-            "duplicate_title", f"You already have a conversation titled {title!r}."
+            "duplicate_title",
+            lazy_format(
+                gettext_lazy("You already have a conversation titled %(title)s."),
+                title=repr(title),
+            ),
         ) from None
     session.title, session.title_source = title, Session.TitleSource.USER
     return session

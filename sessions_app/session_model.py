@@ -39,7 +39,9 @@ def check_model_choice(ref: str) -> ModelChoice:
     """The enabled model ``ref`` names; ServiceError for unknown, disabled or deleted ones."""
     choice = choice_for(str(ref))
     if choice is None:
-        raise ServiceError("model_unavailable", "That model is not available; pick another.")
+        raise ServiceError(
+            "model_unavailable", gettext_lazy("That model is not available; pick another.")
+        )
     return choice
 
 
@@ -95,11 +97,13 @@ def session_model_switch(*, user: AbstractBaseUser, session_id: str, ref: str) -
         if session is None:
             raise NotFound(gettext_lazy("conversation"))
         if session.ended_at is not None:
-            raise ServiceError("session_ended", "This conversation has ended.")
+            raise ServiceError("session_ended", gettext_lazy("This conversation has ended."))
         if turn_claim.holder_kind(session_id=session.pk):
             raise ServiceError(
                 "turn_in_progress",
-                "The agent is still answering in this conversation. Wait or press Stop.",
+                gettext_lazy(
+                    "The agent is still answering in this conversation. Wait or press Stop."
+                ),
             )
         if session_entry(session) != choice.ref:
             session_model_apply(session=session, choice=choice, text=f"Switched to {choice.name}")
