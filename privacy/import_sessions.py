@@ -18,6 +18,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_lazy
+
+from core.exceptions import Text, lazy_format
 
 from . import statedb
 from .import_report import HermesImportReport
@@ -40,20 +43,42 @@ CONFIG_MAX = 10_000
 PROMPT_MAX = 100_000
 
 
-def reported_cuts() -> dict[str, str]:
+def reported_cuts() -> dict[str, Text]:
     """The fields whose cuts the report mentions, and how it words them; the others are ids
     and labels, cut to their column sizes as before."""
-    long = f"cut to {text_max():,} characters (the chat's message limit)"
+    chat = f"{text_max():,}"
+    reasoning = lazy_format(
+        gettext_lazy("reasoning texts cut to %(max)s characters (the chat's message limit)"),
+        max=chat,
+    )
+    prompts = lazy_format(
+        gettext_lazy("system prompts cut to %(max)s characters"), max=f"{PROMPT_MAX:,}"
+    )
     return {
-        "content": f"message texts {long}",
-        "tool_calls": f"tool calls longer than {text_max():,} characters, dropped",
-        "reasoning": f"reasoning texts {long}",
-        "reasoning_content": f"reasoning texts {long}",
-        "x_context": f"memory context blocks {long}",
-        "title": f"titles cut to {TITLE_MAX} characters",
-        "prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
-        "system_prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
-        "value": f"custom instructions {long}",
+        "content": lazy_format(
+            gettext_lazy("message texts cut to %(max)s characters (the chat's message limit)"),
+            max=chat,
+        ),
+        "tool_calls": lazy_format(
+            gettext_lazy("tool calls longer than %(max)s characters, dropped"), max=chat
+        ),
+        "reasoning": reasoning,
+        "reasoning_content": reasoning,
+        "x_context": lazy_format(
+            gettext_lazy(
+                "memory context blocks cut to %(max)s characters (the chat's message limit)"
+            ),
+            max=chat,
+        ),
+        "title": lazy_format(gettext_lazy("titles cut to %(max)s characters"), max=TITLE_MAX),
+        "prompt": prompts,
+        "system_prompt": prompts,
+        "value": lazy_format(
+            gettext_lazy(
+                "custom instructions cut to %(max)s characters (the chat's message limit)"
+            ),
+            max=chat,
+        ),
     }
 
 
@@ -252,7 +277,13 @@ class SessionImporter:
                 self._stopped(source_id)
                 break
             except (IntegrityError, ValueError, sqlite3.Error) as exc:
-                self.report.errors.append(f"Conversation {source_id}: not imported ({exc}).")
+                self.report.errors.append(
+                    lazy_format(
+                        gettext_lazy("Conversation %(id)s: not imported (%(error)s)."),
+                        id=source_id,
+                        error=str(exc),
+                    )
+                )
                 continue
             self.known[source_id] = session.pk
             created[session.pk] = _text(_col(row, "parent_session_id")) or None
@@ -266,12 +297,20 @@ class SessionImporter:
         return self.report
 
     def _stopped(self, source_id: str = "") -> None:
-        where = f" at conversation {source_id}" if source_id else ""
-        self.report.errors.append(
-            f"Stopped{where}: the import read {self.budget // (1024 * 1024):,} MiB of text from "
-            "state.db, the limit for one import. The conversations before it were imported; "
-            "import the rest with `manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
-        )
+        values = {"id": source_id, "mib": f"{self.budget // (1024 * 1024):,}"}
+        if source_id:
+            template = gettext_lazy(
+                "Stopped at conversation %(id)s: the import read %(mib)s MiB of text from "
+                "state.db, the limit for one import. The conversations before it were imported; "
+                "import the rest with `manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
+            )
+        else:
+            template = gettext_lazy(
+                "Stopped: the import read %(mib)s MiB of text from state.db, the limit for one "
+                "import. The conversations before it were imported; import the rest with "
+                "`manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
+            )
+        self.report.errors.append(lazy_format(template, **values))
 
     def _session(self, row: sqlite3.Row, source_id: str) -> Any:
         from sessions_app.models import Session
@@ -422,8 +461,14 @@ class SessionImporter:
         self._count_rewound(source_id)
         if skipped_roles:
             self.report.warnings.append(
-                f"Conversation {source_id}: {skipped_roles} message(s) with an unknown role "
-                "were skipped."
+                lazy_format(
+                    gettext_lazy(
+                        "Conversation %(id)s: %(count)s message(s) with an unknown role were "
+                        "skipped."
+                    ),
+                    id=source_id,
+                    count=skipped_roles,
+                )
             )
 
     def _count_rewound(self, source_id: str) -> None:
@@ -436,8 +481,14 @@ class SessionImporter:
         ).fetchone()
         if rewound:
             self.report.warnings.append(
-                f"Conversation {source_id}: {rewound} message(s) on other branches (rewound) "
-                "were not imported; the selected path was."
+                lazy_format(
+                    gettext_lazy(
+                        "Conversation %(id)s: %(count)s message(s) on other branches (rewound) "
+                        "were not imported; the selected path was."
+                    ),
+                    id=source_id,
+                    count=rewound,
+                )
             )
 
     def _parent_texts(self, row: sqlite3.Row) -> set[tuple[str, str]]:
