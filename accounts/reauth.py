@@ -19,9 +19,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, lazy_format
 
 from .oidc import BACKEND as OIDC_BACKEND
 from .oidc import oidc_enabled
@@ -74,18 +74,21 @@ def confirm_without_password(
     if not signed_in_recently(request):
         values = {"name": settings.HERMES_OIDC_NAME, "minutes": RECENT_SECONDS // 60}
         if request is not None and _can_sign_in_again(request):
-            message = _(
+            message = gettext_lazy(
                 "You have no password here: sign in again with %(name)s on the Account page, "
                 "then delete your account within %(minutes)s minutes."
             )
         else:
-            message = _(
+            message = gettext_lazy(
                 "You have no password here: sign in again on the Account page, then delete "
                 "your account within %(minutes)s minutes."
             )
-        raise ServiceError("sign_in_again", message % values, status=403)
+        raise ServiceError("sign_in_again", lazy_format(message, **values), status=403)
     if not isinstance(confirm, str) or confirm.strip() != user.get_username():
         raise ServiceError(
             "confirm_required",
-            _("Type your username, %(username)s, to confirm.") % {"username": user.get_username()},
+            lazy_format(
+                gettext_lazy("Type your username, %(username)s, to confirm."),
+                username=user.get_username(),
+            ),
         )

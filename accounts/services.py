@@ -21,7 +21,6 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.formats import number_format
 from django.utils.http import urlsafe_base64_encode
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core.exceptions import NotFound, ServiceError, Text, lazy_format
@@ -38,7 +37,7 @@ def profile_get(*, user: AbstractBaseUser) -> Profile:
 
 def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:
     if theme not in Profile.Theme.values:
-        raise ServiceError("invalid", _("Choose System, Light or Dark."))
+        raise ServiceError("invalid", gettext_lazy("Choose System, Light or Dark."))
     profile = profile_get(user=user)
     profile.theme = theme
     profile.save(update_fields=["theme"])
@@ -52,19 +51,22 @@ def api_token_create(
     `scopes` are TokenScope values (None: all of them)."""
     name = name.strip()
     if not name:
-        raise ServiceError("invalid", _("Give the token a name."))
+        raise ServiceError("invalid", gettext_lazy("Give the token a name."))
     if len(name) > 100:
-        raise ServiceError("invalid", _("Token names are at most 100 characters."))
+        raise ServiceError("invalid", gettext_lazy("Token names are at most 100 characters."))
     chosen = TokenScope.values if scopes is None else list(dict.fromkeys(scopes))
     unknown = [s for s in chosen if s not in TokenScope.values]
     if unknown:
         raise ServiceError(
             "invalid",
-            _("Unknown scope %(scope)s. Scopes: %(scopes)s.")
-            % {"scope": repr(unknown[0]), "scopes": ", ".join(TokenScope.values)},
+            lazy_format(
+                gettext_lazy("Unknown scope %(scope)s. Scopes: %(scopes)s."),
+                scope=repr(unknown[0]),
+                scopes=", ".join(TokenScope.values),
+            ),
         )
     if not chosen:
-        raise ServiceError("invalid", _("Choose at least one scope for the token."))
+        raise ServiceError("invalid", gettext_lazy("Choose at least one scope for the token."))
     key = ApiToken.generate_key()
     try:
         with transaction.atomic():
@@ -77,7 +79,8 @@ def api_token_create(
             )
     except IntegrityError:
         raise ServiceError(
-            "duplicate", _("You already have a token named %(name)s.") % {"name": repr(name)}
+            "duplicate",
+            lazy_format(gettext_lazy("You already have a token named %(name)s."), name=repr(name)),
         ) from None
     return token, key
 
@@ -95,7 +98,7 @@ def api_token_use(*, key: str) -> ApiToken | None:
 def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
     deleted, _rows = ApiToken.objects.filter(user=user, pk=token_id).delete()
     if not deleted:
-        raise ServiceError("not_found", _("No such token."), status=404)
+        raise ServiceError("not_found", gettext_lazy("No such token."), status=404)
 
 
 def superuser_exists() -> bool:
@@ -226,7 +229,9 @@ def access_member(*, actor: Any, user_id: int) -> Any:
         raise NotFound(gettext_lazy("person"))
     if user.is_superuser and not actor.is_superuser:
         raise ServiceError(
-            "forbidden", _("Only a superuser can change a superuser's account."), status=403
+            "forbidden",
+            gettext_lazy("Only a superuser can change a superuser's account."),
+            status=403,
         )
     return user
 
@@ -237,7 +242,9 @@ def _check_passwords_on() -> None:
     if not settings.HERMES_PASSWORD_LOGIN:
         raise ServiceError(
             "password_login_off",
-            _("Password sign-in is off: people get their account the first time they sign in."),
+            gettext_lazy(
+                "Password sign-in is off: people get their account the first time they sign in."
+            ),
             status=409,
         )
 
@@ -265,27 +272,31 @@ def member_create(
     username = (username or "").strip()
     email = (email or "").strip()
     if not username:
-        raise ServiceError("invalid", _("Give the person a username."))
+        raise ServiceError("invalid", gettext_lazy("Give the person a username."))
     if len(username) > 150:
-        raise ServiceError("invalid", _("Usernames are at most 150 characters."))
+        raise ServiceError("invalid", gettext_lazy("Usernames are at most 150 characters."))
     try:
         UnicodeUsernameValidator()(username)
     except ValidationError:
         raise ServiceError(
-            "invalid", _("Usernames may contain letters, digits and @ . + - _ only.")
+            "invalid", gettext_lazy("Usernames may contain letters, digits and @ . + - _ only.")
         ) from None
     if email:
         try:
             validate_email(email)
         except ValidationError:
             raise ServiceError(
-                "invalid", _("%(email)s is not an email address.") % {"email": repr(email)}
+                "invalid",
+                lazy_format(gettext_lazy("%(email)s is not an email address."), email=repr(email)),
             ) from None
     if role not in Membership.Role.values:
-        raise ServiceError("invalid", _("The role is admin or member."))
+        raise ServiceError("invalid", gettext_lazy("The role is admin or member."))
     if User.objects.filter(username__iexact=username).exists():
         raise ServiceError(
-            "duplicate", _("There is already someone called %(name)s.") % {"name": repr(username)}
+            "duplicate",
+            lazy_format(
+                gettext_lazy("There is already someone called %(name)s."), name=repr(username)
+            ),
         )
     try:
         with transaction.atomic():
@@ -295,7 +306,10 @@ def member_create(
             Membership.objects.create(user=user, role=role, invited_by=actor)
     except IntegrityError:
         raise ServiceError(
-            "duplicate", _("There is already someone called %(name)s.") % {"name": repr(username)}
+            "duplicate",
+            lazy_format(
+                gettext_lazy("There is already someone called %(name)s."), name=repr(username)
+            ),
         ) from None
     return user, set_password_path(user)
 
@@ -306,7 +320,7 @@ def member_invite_link(*, actor: Any, user_id: int) -> str:
     _check_passwords_on()
     if user.has_usable_password():
         raise ServiceError(
-            "has_password", _("This person already has a password; reset it instead.")
+            "has_password", gettext_lazy("This person already has a password; reset it instead.")
         )
     return set_password_path(user)
 
@@ -318,7 +332,7 @@ def member_password_reset(*, actor: Any, user_id: int) -> str:
     _check_passwords_on()
     if user.pk == actor.pk:
         raise ServiceError(
-            "forbidden", _("Change your own password on the Account page."), status=403
+            "forbidden", gettext_lazy("Change your own password on the Account page."), status=403
         )
     with transaction.atomic():
         user.set_unusable_password()
@@ -329,7 +343,9 @@ def member_password_reset(*, actor: Any, user_id: int) -> str:
 def member_set_active(*, actor: Any, user_id: int, active: bool) -> Any:
     user = access_member(actor=actor, user_id=user_id)
     if user.pk == actor.pk and not active:
-        raise ServiceError("forbidden", _("You cannot deactivate your own account."), status=403)
+        raise ServiceError(
+            "forbidden", gettext_lazy("You cannot deactivate your own account."), status=403
+        )
     if user.is_active != active:
         with transaction.atomic():
             user.is_active = active
@@ -341,10 +357,12 @@ def member_set_active(*, actor: Any, user_id: int, active: bool) -> Any:
 def member_set_role(*, actor: Any, user_id: int, role: str) -> Membership:
     user = access_member(actor=actor, user_id=user_id)
     if role not in Membership.Role.values:
-        raise ServiceError("invalid", _("The role is admin or member."))
+        raise ServiceError("invalid", gettext_lazy("The role is admin or member."))
     if user.pk == actor.pk and role != Membership.Role.ADMIN and not actor.is_superuser:
         raise ServiceError(
-            "forbidden", _("You cannot remove your own admin role; ask another admin."), status=403
+            "forbidden",
+            gettext_lazy("You cannot remove your own admin role; ask another admin."),
+            status=403,
         )
     with transaction.atomic():
         membership = _membership(user)
@@ -359,8 +377,10 @@ def _limit(value: Any, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         if name == "message":
-            raise ServiceError("invalid", _("The message limit is a whole number, 0 or more."))
-        raise ServiceError("invalid", _("The token limit is a whole number, 0 or more."))
+            raise ServiceError(
+                "invalid", gettext_lazy("The message limit is a whole number, 0 or more.")
+            )
+        raise ServiceError("invalid", gettext_lazy("The token limit is a whole number, 0 or more."))
     return value
 
 

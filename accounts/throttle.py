@@ -25,10 +25,9 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
-from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, Text, lazy_format
 from core.proxy import client_ip
 
 from .models import LoginThrottle
@@ -131,11 +130,12 @@ def attempt_succeeded(limits: list[Limit]) -> None:
                 )
 
 
-def wait_in_words(seconds: int) -> str:
+def wait_in_words(seconds: int) -> Text:
+    """How long to wait, in words of the language it is shown in."""
     minutes = max(1, round(seconds / 60))
     if minutes == 1:
-        return _("a minute")
-    return ngettext("%(n)s minute", "%(n)s minutes", minutes) % {"n": minutes}
+        return gettext_lazy("a minute")
+    return lazy_format(ngettext_lazy("%(n)s minute", "%(n)s minutes", minutes), n=minutes)
 
 
 def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, password: str) -> bool:
@@ -147,8 +147,10 @@ def password_confirm(*, request: HttpRequest | None, user: AbstractBaseUser, pas
     if retry_after:
         raise ServiceError(
             "too_many_attempts",
-            _("Too many password attempts — try again in %(wait)s.")
-            % {"wait": wait_in_words(retry_after)},
+            lazy_format(
+                gettext_lazy("Too many password attempts — try again in %(wait)s."),
+                wait=wait_in_words(retry_after),
+            ),
             status=429,
             retry_after=retry_after,
         )

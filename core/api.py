@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.utils.translation import gettext
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -29,7 +30,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, drf_exceptions.ValidationError):
         body: dict[str, Any] = {
             "code": "invalid",
-            "message": "The request was not valid.",
+            "message": gettext("The request was not valid."),
             "fields": response.data,
         }
     else:

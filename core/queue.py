@@ -16,6 +16,7 @@ from typing import Any
 from celery import current_app
 from celery.result import AsyncResult
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 from kombu.exceptions import OperationalError
 
 from .exceptions import ServiceError
@@ -54,8 +55,10 @@ def task_send_on_commit(
             on_failure()
             raise ServiceError(
                 "queue_unavailable",
-                "The background queue is unreachable right now, so this could not be "
-                "started. Try again in a minute.",
+                gettext_lazy(
+                    "The background queue is unreachable right now, so this could not be "
+                    "started. Try again in a minute."
+                ),
                 status=503,
             ) from exc
 

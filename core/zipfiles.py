@@ -10,7 +10,9 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .exceptions import ServiceError
+from django.utils.translation import gettext_lazy
+
+from .exceptions import ServiceError, lazy_format
 
 # BadZipFile: bad CRC, bad local header; zlib/lzma errors and EOFError: corrupt or truncated
 # compressed data; NotImplementedError: an unsupported compression method; RuntimeError: an
@@ -34,7 +36,11 @@ def zip_errors(what: str = "") -> Iterator[None]:
         yield
     except ZIP_ERRORS as exc:
         if what:
-            message = f"The zip is damaged: {what!r} could not be read ({exc})."
+            message = lazy_format(
+                gettext_lazy("The zip is damaged: %(name)s could not be read (%(error)s)."),
+                name=repr(what),
+                error=str(exc),
+            )
         else:
-            message = "That file is not a zip archive."
+            message = gettext_lazy("That file is not a zip archive.")
         raise ServiceError("invalid_zip", message) from None

@@ -140,7 +140,7 @@ class ModelEntryAdmin(admin.ModelAdmin):
                 base_url=entry.base_url, api_key=decrypt(entry.api_key_encrypted)
             )
         except (ServiceError, KeyUnreadable) as exc:
-            error = getattr(exc, "message", str(exc))
+            error = exc.text if isinstance(exc, ServiceError) else str(exc)
             self.message_user(request, error, level=messages.ERROR)
         context = {
             **self.admin_site.each_context(request),

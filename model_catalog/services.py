@@ -7,8 +7,9 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, lazy_format
 
 from .crypto import encrypt
 from .models import ModelEntry
@@ -23,7 +24,8 @@ def model_entry_save(
     second one if two admins race)."""
     if not entry.enabled and (entry.is_default or entry.is_summary):
         raise ServiceError(
-            "model_disabled", "A disabled model cannot be the default or the summary model."
+            "model_disabled",
+            gettext_lazy("A disabled model cannot be the default or the summary model."),
         )
     if new_api_key.strip():
         entry.api_key_encrypted = encrypt(new_api_key.strip())
@@ -55,25 +57,49 @@ def model_endpoint_list(*, base_url: str, api_key: str) -> list[str]:
         response = httpx.get(f"{root}/models", headers=headers, timeout=timeout)
     except httpx.ConnectError as exc:
         refused = "refused" in str(exc).lower() or isinstance(exc.__cause__, ConnectionRefusedError)
-        reason = "refused the connection" if refused else "could not be reached"
-        raise ServiceError("endpoint_unreachable", f"{where} {reason}.") from exc
+        reason = (
+            gettext_lazy("%(host)s refused the connection.")
+            if refused
+            else gettext_lazy("%(host)s could not be reached.")
+        )
+        raise ServiceError("endpoint_unreachable", lazy_format(reason, host=where)) from exc
     except httpx.TimeoutException as exc:
-        raise ServiceError("endpoint_timeout", f"{where} did not answer in time.") from exc
+        raise ServiceError(
+            "endpoint_timeout",
+            lazy_format(gettext_lazy("%(host)s did not answer in time."), host=where),
+        ) from exc
     except httpx.HTTPError as exc:
-        raise ServiceError("endpoint_unreachable", f"{where} could not be reached.") from exc
+        raise ServiceError(
+            "endpoint_unreachable",
+            lazy_format(gettext_lazy("%(host)s could not be reached."), host=where),
+        ) from exc
     if response.status_code in (401, 403):
         raise ServiceError(
-            "endpoint_auth", f"{where} rejected the API key (HTTP {response.status_code})."
+            "endpoint_auth",
+            lazy_format(
+                gettext_lazy("%(host)s rejected the API key (HTTP %(status)s)."),
+                host=where,
+                status=response.status_code,
+            ),
         )
     if response.status_code >= 400:
         raise ServiceError(
-            "endpoint_error", f"{where} answered HTTP {response.status_code} to GET /models."
+            "endpoint_error",
+            lazy_format(
+                gettext_lazy("%(host)s answered HTTP %(status)s to GET /models."),
+                host=where,
+                status=response.status_code,
+            ),
         )
     try:
         data: Any = response.json()
         ids = sorted({str(item["id"]) for item in data["data"]})
     except (ValueError, KeyError, TypeError) as exc:
         raise ServiceError(
-            "endpoint_error", f"{where} did not answer with an OpenAI-style model list."
+            "endpoint_error",
+            lazy_format(
+                gettext_lazy("%(host)s did not answer with an OpenAI-style model list."),
+                host=where,
+            ),
         ) from exc
     return ids

@@ -123,13 +123,17 @@ class ExportJobAdmin(OwnedModelAdmin):
         "stage",
         "file_name",
         "size",
-        "error",
+        "error_shown",
         "task_id",
         "created_at",
         "started_at",
         "finished_at",
         "expires_at",
     )
+
+    @admin.display(description=_("error"))
+    def error_shown(self, job: ExportJob) -> str:
+        return job.error_text
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # started from the Account page, where the owner downloads them

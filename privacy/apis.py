@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -78,7 +78,7 @@ def job_payload(job: ExportJob) -> dict[str, Any]:
         "status": job.status,
         "progress": job.progress,
         "stage": stage_text(job.stage),
-        "error": job.error,
+        "error": job.error_text,
         "size": job.size,
         "created_at": job.created_at,
         "finished_at": job.finished_at,
@@ -177,8 +177,8 @@ def chat_import_payload(job: ChatImportJob, learned: WriterCount | None) -> dict
         "status": job.status,
         "progress": job.progress,
         "stage": stage_text(job.stage),
-        "error": job.error,
-        "report": job.report,
+        "error": job.error_text,
+        "report": job.report_lines,
         "created_at": job.created_at,
         "finished_at": job.finished_at,
         "url": reverse("api-me-chat-import", args=[job.pk]),
@@ -199,7 +199,9 @@ def _learn_choice(value: Any) -> bool:
         return serializers.BooleanField().to_internal_value(value)
     except serializers.ValidationError:
         raise ServiceError(
-            "invalid", "`learn` must be true or false (as 1/0, on/off or yes/no too).", status=400
+            "invalid",
+            gettext_lazy("`learn` must be true or false (as 1/0, on/off or yes/no too)."),
+            status=400,
         ) from None
 
 
@@ -228,7 +230,7 @@ class MeChatImportsApi(APIView):
         if upload is None:
             raise ServiceError(
                 "invalid",
-                gettext("Send the export as the multipart file field `export`."),
+                gettext_lazy("Send the export as the multipart file field `export`."),
                 status=400,
             )
         learn = _learn_choice(request.data.get("learn"))

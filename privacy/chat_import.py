@@ -30,23 +30,17 @@ import ijson
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, Text, lazy_format
 from core.zipfiles import zip_errors
 from sessions_app.models import IMPORT_SOURCES as SOURCES
 
-from .chat_formats import BadExport, Imported, chatgpt, claude, stored_id
+from .chat_formats import BadExport, Imported, chatgpt, claude, skipped_kind, stored_id
 from .chat_merge import conversation_merge, tree_digest
+from .import_caps import TITLE_MAX, read_budget, reported_cuts, text_max
 from .import_report import HermesImportReport
-from .import_sessions import (
-    TITLE_MAX,
-    import_id,
-    read_budget,
-    reported_cuts,
-    text_max,
-    unique_title,
-)
+from .import_sessions import import_id, unique_title
 
 FORMATS = (chatgpt, claude)
 EXPORT_NAME = "conversations.json"
@@ -54,7 +48,8 @@ _CHUNK = 1024 * 1024
 _BATCH = 500
 #: The report names at most this many kinds of skipped content, and this many warnings.
 SKIPPED_KINDS = 30
-OTHER_KINDS = "other kinds of content (a placeholder names each)"
+OTHER_KINDS = skipped_kind(gettext_lazy("other kinds of content (a placeholder names each)"))
+NO_TEXT = skipped_kind(gettext_lazy("conversations without any text"))
 WARNINGS_MAX = 20
 
 Progress = Callable[[int, int], None]
@@ -79,15 +74,15 @@ class _Member(io.RawIOBase):
 def _too_large(size: int) -> ServiceError:
     return ServiceError(
         "too_large",
-        gettext(
-            "%(name)s holds %(size)s MiB, more than the %(budget)s MiB one import reads "
-            "(4 × HERMES_IMPORT_MAX_MB)."
-        )
-        % {
-            "name": EXPORT_NAME,
-            "size": f"{size / (1024 * 1024):,.0f}",
-            "budget": f"{read_budget() // (1024 * 1024):,}",
-        },
+        lazy_format(
+            gettext_lazy(
+                "%(name)s holds %(size)s MiB, more than the %(budget)s MiB one import reads "
+                "(4 × HERMES_IMPORT_MAX_MB)."
+            ),
+            name=EXPORT_NAME,
+            size=f"{size / (1024 * 1024):,.0f}",
+            budget=f"{read_budget() // (1024 * 1024):,}",
+        ),
     )
 
 
@@ -107,8 +102,10 @@ def open_export(path: Path) -> Iterator[io.BufferedReader]:
             if not found:
                 raise ServiceError(
                     "invalid",
-                    gettext("No %(name)s in that zip: is it a ChatGPT or Claude export?")
-                    % {"name": EXPORT_NAME},
+                    lazy_format(
+                        gettext_lazy("No %(name)s in that zip: is it a ChatGPT or Claude export?"),
+                        name=EXPORT_NAME,
+                    ),
                 )
             info = min(found, key=lambda i: i.filename.count("/"))
             if info.file_size > read_budget():
@@ -135,11 +132,13 @@ def _objects(stream: io.BufferedReader) -> Iterator[dict[str, Any]]:
     if first != b"[":
         raise ServiceError(
             "invalid_json",
-            gettext(
-                "That is not a ChatGPT or Claude %(name)s: it should be a JSON list of "
-                "conversations."
-            )
-            % {"name": EXPORT_NAME},
+            lazy_format(
+                gettext_lazy(
+                    "That is not a ChatGPT or Claude %(name)s: it should be a JSON list of "
+                    "conversations."
+                ),
+                name=EXPORT_NAME,
+            ),
         )
     count = 0
     try:
@@ -148,26 +147,36 @@ def _objects(stream: io.BufferedReader) -> Iterator[dict[str, Any]]:
             if not isinstance(item, dict):
                 raise ServiceError(
                     "invalid",
-                    gettext(
-                        "Nothing was imported: item %(count)s of the list is not a conversation."
-                    )
-                    % {"count": count},
+                    lazy_format(
+                        gettext_lazy(
+                            "Nothing was imported: item %(count)s of the list is not a "
+                            "conversation."
+                        ),
+                        count=count,
+                    ),
                 )
             yield item
     except ijson.JSONError as exc:
         raise ServiceError(
             "invalid_json",
-            gettext(
-                "Nothing was imported: the file is not valid JSON after %(count)s "
-                "conversation(s) (%(error)s)."
-            )
-            % {"count": f"{count:,}", "error": str(exc)[:120]},
+            lazy_format(
+                gettext_lazy(
+                    "Nothing was imported: the file is not valid JSON after %(count)s "
+                    "conversation(s) (%(error)s)."
+                ),
+                count=f"{count:,}",
+                error=str(exc)[:120],
+            ),
         ) from None
 
 
-def _where(index: int, conversation: dict[str, Any]) -> str:
+def _where(index: int, conversation: dict[str, Any]) -> Text:
     title = conversation.get("title") or conversation.get("name")
-    return f"conversation {index}" + (f" ({title[:60]!r})" if isinstance(title, str) else "")
+    if isinstance(title, str):
+        return lazy_format(
+            gettext_lazy("conversation %(index)s (%(title)s)"), index=index, title=repr(title[:60])
+        )
+    return lazy_format(gettext_lazy("conversation %(index)s"), index=index)
 
 
 def parsed(path: Path) -> Iterator[Imported]:
@@ -180,7 +189,7 @@ def parsed(path: Path) -> Iterator[Imported]:
                 if fmt is None:
                     raise ServiceError(
                         "invalid",
-                        gettext(
+                        gettext_lazy(
                             "Nothing was imported: the conversations are neither ChatGPT's "
                             "(with a `mapping`) nor Claude's (with `chat_messages`)."
                         ),
@@ -188,17 +197,21 @@ def parsed(path: Path) -> Iterator[Imported]:
             elif not fmt.looks_like(conversation):
                 raise ServiceError(
                     "invalid",
-                    gettext(
-                        "Nothing was imported: %(where)s is not a %(source)s conversation like "
-                        "the ones before it."
-                    )
-                    % {"where": _where(index, conversation), "source": SOURCES[fmt.SOURCE]},
+                    lazy_format(
+                        gettext_lazy(
+                            "Nothing was imported: %(where)s is not a %(source)s conversation "
+                            "like the ones before it."
+                        ),
+                        where=_where(index, conversation),
+                        source=SOURCES[fmt.SOURCE],
+                    ),
                 )
             try:
                 yield fmt.parse(conversation, _where(index, conversation))
             except BadExport as exc:
                 raise ServiceError(
-                    "invalid", gettext("Nothing was imported: %(error)s.") % {"error": exc}
+                    "invalid",
+                    lazy_format(gettext_lazy("Nothing was imported: %(error)s."), error=exc.text),
                 ) from None
 
 
@@ -223,7 +236,7 @@ class _Importer:
             Session.objects.filter(owner=user, title__isnull=False).values_list("title", flat=True)
         )
 
-    def _warn(self, note: str) -> None:
+    def _warn(self, note: Text) -> None:
         if len(self.report.warnings) < WARNINGS_MAX:
             self.report.warnings.append(note)
         else:
@@ -232,7 +245,12 @@ class _Importer:
     def finish(self) -> HermesImportReport:
         if self.unsaid:
             self.report.warnings.append(
-                f"… and {self.unsaid:,} more conversation(s) like these, left as they were."
+                lazy_format(
+                    gettext_lazy(
+                        "… and %(count)s more conversation(s) like these, left as they were."
+                    ),
+                    count=f"{self.unsaid:,}",
+                )
             )
         return self.report
 
@@ -274,9 +292,7 @@ class _Importer:
             self._update(key, conv)
             return
         if not conv.messages:
-            self.report.skipped["conversations without any text"] = (
-                self.report.skipped.get("conversations without any text", 0) + 1
-            )
+            self.report.skipped[NO_TEXT] = self.report.skipped.get(NO_TEXT, 0) + 1
             return
         with transaction.atomic():
             self._create(key, conv)
@@ -378,7 +394,9 @@ def chat_import(
     `progress(done, total)` is called after each conversation."""
     path = Path(path)
     if not path.is_file():
-        raise ServiceError("not_found", f"{path} is not a file.")
+        raise ServiceError(
+            "not_found", lazy_format(gettext_lazy("%(path)s is not a file."), path=str(path))
+        )
     total = sum(1 for _ in parsed(path))  # the checking pass
     importer = _Importer(user)
     for done, conv in enumerate(parsed(path), start=1):

@@ -19,10 +19,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext_lazy
 
-from accounts.language import speaking_to
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, lazy_format, stored
 from core.leases import Lease, lease_acquire, lease_heartbeat, raise_if_held
 from core.queue import task_send_on_commit
 
@@ -50,13 +49,20 @@ def chat_import_job_start(
     running; (413) past HERMES_IMPORT_MAX_MB; (400) `learn` when it cannot be used now."""
     jobs_fail_stalled(
         ChatImportJob.objects.filter(owner=user),
-        error="The import stopped unexpectedly. Upload the file again: nothing is imported twice.",
+        error=stored(
+            gettext_lazy(
+                "The import stopped unexpectedly. Upload the file again: nothing is imported twice."
+            )
+        ),
     )
     active = Q(status__in=["queued", "running"]) | Q(learn_status__in=["queued", "running"])
     if ChatImportJob.objects.filter(active, owner=user).exists():
         raise ServiceError(
             "busy",
-            "An import (or the learning from one) is already in progress; wait for it to finish.",
+            gettext_lazy(
+                "An import (or the learning from one) is already in progress; wait for it to "
+                "finish."
+            ),
             status=409,
         )
     if learn and (reason := learn_unavailable(user=user)):
@@ -73,7 +79,9 @@ def chat_import_job_start(
             target.unlink(missing_ok=True)
             ChatImportJob.objects.filter(pk=job_id, status="queued").update(
                 status="failed",
-                error="The import could not be queued. Try again in a minute.",
+                error=stored(
+                    gettext_lazy("The import could not be queued. Try again in a minute.")
+                ),
                 finished_at=timezone.now(),
             )
 
@@ -94,7 +102,7 @@ def chat_import_job_learn_after(
             status=ChatImportJob.Status.DONE,
             progress=100,
             stage="Done",
-            report=report.lines(),
+            report=report.stored(),
             source=report.chat_source,
             finished_at=timezone.now(),
             learn=True,
@@ -147,13 +155,10 @@ def chat_import_job_run(*, job_id: int) -> str:
 
 
 def _run_holding(lease: Lease) -> str:
+    # What the import reports (its lines, its error) is kept marked for translation
+    # (core.exceptions.stored): the Account page shows it in whichever language its reader
+    # has when they look.
     job = ChatImportJob.objects.select_related("owner").get(pk=lease.pk)
-    # What the import reports (its lines, its error) is written in the owner's language.
-    with speaking_to(job.owner_id):
-        return _import_holding(lease, job)
-
-
-def _import_holding(lease: Lease, job: ChatImportJob) -> str:
     path = _path_of(job)
     last = [0.0]
 
@@ -170,22 +175,28 @@ def _import_holding(lease: Lease, job: ChatImportJob) -> str:
 
     try:
         if path is None or not path.is_file():
-            raise ServiceError("not_found", gettext("The uploaded file is gone; upload it again."))
+            raise ServiceError(
+                "not_found", gettext_lazy("The uploaded file is gone; upload it again.")
+            )
         report = chat_import(user=job.owner, path=path, progress=progress)
     except Cancelled:
         return "cancelled"
     except ServiceError as exc:
-        lease.release(status="failed", error=exc.message[:300], finished_at=timezone.now())
+        lease.release(status="failed", error=exc.stored(), finished_at=timezone.now())
         return "failed"
     except Exception as exc:
         logger.exception("chat import %s failed", job.pk)
         lease.release(
             status="failed",
-            error=gettext(
-                "The import stopped (%(error)s); upload the file again: what was imported "
-                "stays, nothing is imported twice."
-            )
-            % {"error": type(exc).__name__},
+            error=stored(
+                lazy_format(
+                    gettext_lazy(
+                        "The import stopped (%(error)s); upload the file again: what was "
+                        "imported stays, nothing is imported twice."
+                    ),
+                    error=type(exc).__name__,
+                )
+            ),
             finished_at=timezone.now(),
         )
         return "failed"
@@ -202,7 +213,7 @@ def _import_holding(lease: Lease, job: ChatImportJob) -> str:
         status="done",
         progress=100,
         stage="Done",
-        report=report.lines(),
+        report=report.stored(),
         source=report.chat_source,
         finished_at=timezone.now(),
         **learning,

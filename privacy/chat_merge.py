@@ -25,7 +25,9 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
+from django.utils.translation import gettext_lazy
 
+from core.exceptions import Text, lazy_format
 from sessions_app import branches, turn_claim
 from sessions_app.models import IMPORT_SOURCES, Message, Session
 
@@ -47,8 +49,8 @@ class Merged:
     aside: int = 0
     #: The selected path moved to the export's current branch.
     followed: bool = False
-    #: Why nothing was merged ("" when the merge ran).
-    note: str = ""
+    #: Why nothing was merged ("" when the merge ran), naming the conversation.
+    note: Text = ""
     newest: datetime | None = None
     #: Message ids added, in order.
     added: list[int] = field(default_factory=list)
@@ -111,24 +113,36 @@ def conversation_merge(
     and store `config` (the import's markers) in the session's `model_config` with it.
     `cap` cuts a text as the import does; `count_cut` does it and counts it for the report.
     Never called inside a transaction (it takes the conversation's lease)."""
-    name = IMPORT_SOURCES.get(conv.source, conv.source)
-    title = (conv.title or "untitled")[:60]
+    which = {
+        "source": IMPORT_SOURCES.get(conv.source, conv.source),
+        "title": repr((conv.title or "untitled")[:60]),
+    }
     if session.ended_at is not None:
         return Merged(
-            note=f"{name} conversation {title!r} was compressed in Hermes since it was "
-            "imported; what is new in it was not added."
+            note=lazy_format(
+                gettext_lazy(
+                    "%(source)s conversation %(title)s was compressed in Hermes since it was "
+                    "imported; what is new in it was not added."
+                ),
+                **which,
+            )
         )
     lease = turn_claim.acquire_for_turn(session_id=session.pk)
     if lease is None:
         return Merged(
-            note=f"{name} conversation {title!r} was in use while importing; import the "
-            "export again later to add what is new in it."
+            note=lazy_format(
+                gettext_lazy(
+                    "%(source)s conversation %(title)s was in use while importing; import the "
+                    "export again later to add what is new in it."
+                ),
+                **which,
+            )
         )
     try:
         with transaction.atomic():
             merged = _merge_holding(session, conv, cap, count_cut)
             if merged.note:
-                merged.note = f"{name} conversation {title!r} {merged.note}"
+                merged.note = lazy_format(merged.note, **which)
                 return merged
             locked = Session.objects.select_for_update().get(pk=session.pk)
             changes: dict[str, Any] = {"model_config": {**(locked.model_config or {}), **config}}
@@ -157,7 +171,11 @@ def _merge_holding(
     matched, new = _match([*conv.messages, *conv.branches], stored, cap)
     if stored and not matched:
         return Merged(
-            note="no longer matches what was imported of it before; it was left as it is."
+            # conversation_merge names the conversation (%(source)s, %(title)s).
+            note=gettext_lazy(
+                "%(source)s conversation %(title)s no longer matches what was imported of it "
+                "before; it was left as it is."
+            )
         )
     config = session.model_config or {}
     # Our message that was the export's current one at the last import (imports before

@@ -34,7 +34,7 @@ from django.db.models import CharField
 from django.db.models.functions import Cast
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy
 
 from core.exceptions import ServiceError
 from core.privacy import registry
@@ -61,9 +61,9 @@ def check_password(*, user: AbstractBaseUser, password: Any, request: HttpReques
     from accounts.throttle import password_confirm
 
     if not isinstance(password, str) or not password:
-        raise ServiceError("password_required", gettext("Type your password to confirm."))
+        raise ServiceError("password_required", gettext_lazy("Type your password to confirm."))
     if not password_confirm(request=request, user=user, password=password):
-        raise ServiceError("wrong_password", gettext("That is not your password."), status=403)
+        raise ServiceError("wrong_password", gettext_lazy("That is not your password."), status=403)
 
 
 def _owned_pks(entry: registry.PersonalData, user: AbstractBaseUser) -> Any:
@@ -146,7 +146,7 @@ def account_erase(
             confirm_without_password(request=request, user=user, confirm=confirm)
     elif not (actor.is_active and actor.is_superuser):
         raise ServiceError(
-            "forbidden", gettext("Only a superuser can delete someone's account."), status=403
+            "forbidden", gettext_lazy("Only a superuser can delete someone's account."), status=403
         )
     user_id = user.pk
     report = ErasureReport()

@@ -5,7 +5,8 @@ folder) and opened by the Hermes CLI, plus two files describing everything:
 
     manifest.json        schema version, generation time, counts, and the Art. 15
                          information sheet (purposes, categories, recipients — the
-                         configured LLM endpoint —, retention, rights, sources)
+                         configured LLM endpoint —, retention, rights, sources), written
+                         in the person's language (its keys stay English)
     export.json          everything the registry knows about the person: profile and
                          settings, conversations with every message and its usage, memory
                          entries with provenance, memory events, skills with files and
@@ -37,7 +38,9 @@ from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
+from django.utils.translation import get_language, gettext
 
+from accounts.language import speaking_to
 from core.privacy import registry
 from core.privacy.serialize import json_value, row_dict
 
@@ -460,35 +463,42 @@ def build_export(
                 zf.write(db_path, "state.db")
                 zf.getinfo("state.db").external_attr = 0o600 << 16
                 _write_hermes_files(user, zf, now)
-                manifest = {
-                    "schema_version": SCHEMA_VERSION,
-                    "format": FORMAT,
-                    "generated_at": now.isoformat(),
-                    "account": {"id": user.pk, "username": user.get_username()},
-                    "hermes_state_schema_version": statedb.SCHEMA_VERSION,
-                    "counts": {
-                        "conversations": stats.conversations,
-                        "messages": stats.messages,
-                        "skills": stats.skills,
-                        **{k: v for k, v in stats.sections.items() if k != "conversations"},
-                    },
-                    "files": {
-                        "manifest.json": "This file.",
-                        "export.json": "Everything stored about you, as JSON.",
-                        "state.db": "Your conversations in Hermes' SQLite schema.",
-                        "memories/MEMORY.md": "The agent's notes (Hermes format).",
-                        "memories/USER.md": "What the agent knows about you (Hermes format).",
-                        "SOUL.md": "Your agent identity, if you set one.",
-                        "skills/": "Your skills (Hermes layout).",
-                    },
-                    "information": information_sheet(),
-                }
                 zf.writestr(
                     _info("manifest.json", now),
-                    json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                    json.dumps(_manifest(user, now, stats), indent=2, ensure_ascii=False) + "\n",
                 )
         finally:
             db.close()
     stats.size = target.stat().st_size
     progress(100, "Ready")
     return stats
+
+
+def _manifest(user: AbstractBaseUser, now: datetime, stats: ExportStats) -> dict[str, Any]:
+    """manifest.json: its keys and counts for programs, its descriptions and the information
+    sheet in the owner's language (named in `language`)."""
+    with speaking_to(user.pk):
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "format": FORMAT,
+            "generated_at": now.isoformat(),
+            "account": {"id": user.pk, "username": user.get_username()},
+            "hermes_state_schema_version": statedb.SCHEMA_VERSION,
+            "counts": {
+                "conversations": stats.conversations,
+                "messages": stats.messages,
+                "skills": stats.skills,
+                **{k: v for k, v in stats.sections.items() if k != "conversations"},
+            },
+            "language": get_language(),
+            "files": {
+                "manifest.json": gettext("This file."),
+                "export.json": gettext("Everything stored about you, as JSON."),
+                "state.db": gettext("Your conversations in Hermes' SQLite schema."),
+                "memories/MEMORY.md": gettext("The agent's notes (Hermes format)."),
+                "memories/USER.md": gettext("What the agent knows about you (Hermes format)."),
+                "SOUL.md": gettext("Your agent identity, if you set one."),
+                "skills/": gettext("Your skills (Hermes layout)."),
+            },
+            "information": information_sheet(),
+        }

@@ -25,24 +25,38 @@ import stat
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.utils.translation import gettext
+from django.utils.functional import lazy
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
-from core.exceptions import ServiceError
+from core.exceptions import ServiceError, Text, lazy_format
 from core.zipfiles import zip_errors
 
 from . import statedb
 from .import_report import HermesImportReport
 from .import_sessions import SessionImporter, profile_settings_import
 
+if TYPE_CHECKING:
+    from memory.services import WriteResult
+
 # --- memory, identity, skills ---------------------------------------------------------------
 
 #: MEMORY.md / USER.md hold a few kilobytes (their stores' limits); SOUL.md a prompt.
 MEMORY_FILE_MAX_BYTES = 256 * 1024
 SOUL_MAX_BYTES = 64 * 1024
+#: A report line of MEMORY.md or USER.md: "MEMORY.md: Imported 3 new entries."
+_FILE_SAYS = gettext_lazy("%(file)s: %(result)s")
+
+
+def _memory_refusal(exc: ServiceError, target: str) -> Text:
+    """Why the memory services refused an imported entry or file, as a page says it."""
+    from memory.page_text import page_message
+
+    return lazy(page_message, str)(exc, target, where="import")
 
 
 def _read_small(path: Path, limit: int, report: HermesImportReport) -> str | None:
@@ -52,18 +66,66 @@ def _read_small(path: Path, limit: int, report: HermesImportReport) -> str | Non
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
-        report.errors.append(f"{path.name} could not be read ({exc}); nothing imported from it.")
+        report.errors.append(
+            lazy_format(
+                gettext_lazy("%(name)s could not be read (%(error)s); nothing imported from it."),
+                name=path.name,
+                error=str(exc),
+            )
+        )
         return None
     if len(data) > limit:
         report.errors.append(
-            f"{path.name} is larger than {limit // 1024:,} KiB; nothing imported from it."
+            lazy_format(
+                gettext_lazy("%(name)s is larger than %(kib)s KiB; nothing imported from it."),
+                name=path.name,
+                kib=f"{limit // 1024:,}",
+            )
         )
         return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        report.errors.append(f"{path.name} is not UTF-8 text; nothing imported from it.")
+        report.errors.append(
+            lazy_format(
+                gettext_lazy("%(name)s is not UTF-8 text; nothing imported from it."),
+                name=path.name,
+            )
+        )
         return None
+
+
+def _memory_result(result: WriteResult) -> Text:
+    """What a memory import did ("Imported 3 new entries. 1 already existed."), in the
+    language it is shown in (the words of memory.page_text.import_message)."""
+    added, existed, removed = result.imported or (0, 0, 0)
+    parts = [
+        lazy_format(
+            ngettext_lazy(
+                "Imported %(count)d new entry.", "Imported %(count)d new entries.", added
+            ),
+            count=added,
+        )
+    ]
+    if existed:
+        parts.append(
+            lazy_format(
+                ngettext_lazy("%(count)d already existed.", "%(count)d already existed.", existed),
+                count=existed,
+            )
+        )
+    if removed:
+        parts.append(
+            lazy_format(
+                ngettext_lazy(
+                    "Removed %(count)d not in the file.",
+                    "Removed %(count)d not in the file.",
+                    removed,
+                ),
+                count=removed,
+            )
+        )
+    return format_lazy(" ".join(["{}"] * len(parts)), *parts)
 
 
 def _import_memory(
@@ -96,7 +158,14 @@ def _import_memory(
                 try:
                     memory_add(user=user, target=target, content=entry, provenance=provenance)
                 except ServiceError as exc:
-                    report.blocked.append(f"{name} entry {i}: {exc.message}")
+                    report.blocked.append(
+                        lazy_format(
+                            gettext_lazy("%(file)s entry %(number)s: %(reason)s"),
+                            file=name,
+                            number=i,
+                            reason=_memory_refusal(exc, target),
+                        )
+                    )
                     continue
             clean.append(entry)
         if not clean:
@@ -110,7 +179,9 @@ def _import_memory(
             )
         except ServiceError as exc:
             if exc.code != "over_limit":
-                report.errors.append(f"{name}: {exc.message}")
+                report.errors.append(
+                    lazy_format(_FILE_SAYS, file=name, result=_memory_refusal(exc, target))
+                )
                 continue
             # Hermes lets people raise the limit, so a file may hold more than ours allows:
             # keep every entry, held for the person's choice, instead of refusing the file.
@@ -118,18 +189,34 @@ def _import_memory(
                 user=user, target=target, entries=clean, provenance=provenance
             )
             if over_limit == "hold":
-                report.memory[target] = (
-                    f"Imported 0 new entries: {exc.details['size_after']:,} characters do not "
-                    f"fit your limit of {memory_limit(user=user, target=target):,} characters. "
-                    f"{held} entr{'y is' if held == 1 else 'ies are'} kept, waiting for your "
-                    "choice: raise your limit to fit, import what fits, or discard them."
+                report.memory[target] = lazy_format(
+                    _FILE_SAYS,
+                    file=name,
+                    result=lazy_format(
+                        ngettext_lazy(
+                            "Imported 0 new entries: %(size)s characters do not fit your limit "
+                            "of %(limit)s characters. %(held)s entry is kept, waiting for your "
+                            "choice: raise your limit to fit, import what fits, or discard it.",
+                            "Imported 0 new entries: %(size)s characters do not fit your limit "
+                            "of %(limit)s characters. %(held)s entries are kept, waiting for your "
+                            "choice: raise your limit to fit, import what fits, or discard them.",
+                            held,
+                        ),
+                        size=f"{exc.details['size_after']:,}",
+                        limit=f"{memory_limit(user=user, target=target):,}",
+                        held=held,
+                    ),
                 )
                 continue
+            # Said in the active language, and naming its file already.
             report.memory[target] = memory_import_resolve(
                 user=user, target=target, choice=over_limit, provenance=provenance
-            ).removeprefix(f"{name}: ")
+            )
+            report.memory_changed = True
             continue
-        report.memory[target] = result.message
+        report.memory[target] = lazy_format(_FILE_SAYS, file=name, result=_memory_result(result))
+        added, _existed, removed = result.imported or (0, 0, 0)
+        report.memory_changed = report.memory_changed or bool(added or removed)
 
 
 def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportReport) -> None:
@@ -148,11 +235,11 @@ def _import_identity(user: AbstractBaseUser, home: Path, report: HermesImportRep
         return
     profile = profile_get(user=user)
     if profile.identity == text:
-        report.identity = gettext("Agent identity (SOUL.md): unchanged.")
+        report.identity = gettext_lazy("Agent identity (SOUL.md): unchanged.")
         return
     profile.identity = text
     profile.save(update_fields=["identity"])
-    report.identity = gettext("Agent identity set from SOUL.md.")
+    report.identity = gettext_lazy("Agent identity set from SOUL.md.")
 
 
 def _skills_zip(root: Path, report: HermesImportReport) -> bytes | None:
@@ -174,9 +261,17 @@ def _skills_zip(root: Path, report: HermesImportReport) -> bytes | None:
             limit = skillmd.CONTENT_MAX * 4 if path.name == "SKILL.md" else skillmd.FILE_MAX_BYTES
             if size > limit or total + size > MAX_TOTAL_BYTES:
                 report.errors.append(
-                    f"Skill file skills/{rel.as_posix()} ({size:,} bytes) was not imported: "
-                    f"it is over the {limit:,}-byte limit of one file or the "
-                    f"{MAX_TOTAL_BYTES // (1024 * 1024)} MiB of one import."
+                    lazy_format(
+                        gettext_lazy(
+                            "Skill file %(path)s (%(size)s bytes) was not imported: it is over "
+                            "the %(limit)s-byte limit of one file or the %(total)s MiB of one "
+                            "import."
+                        ),
+                        path=f"skills/{rel.as_posix()}",
+                        size=f"{size:,}",
+                        limit=f"{limit:,}",
+                        total=MAX_TOTAL_BYTES // (1024 * 1024),
+                    )
                 )
                 continue
             total += size
@@ -186,6 +281,7 @@ def _skills_zip(root: Path, report: HermesImportReport) -> bytes | None:
 
 
 def _import_skills(user: AbstractBaseUser, home: Path, report: HermesImportReport) -> None:
+    from skills_app.page_text import page_message
     from skills_app.services import skills_import_zip
 
     root = home / "skills"
@@ -197,14 +293,22 @@ def _import_skills(user: AbstractBaseUser, home: Path, report: HermesImportRepor
     try:
         result = skills_import_zip(user=user, upload=payload)
     except ServiceError as exc:
-        report.errors.append(f"Skills: {exc.message}")
+        report.errors.append(
+            lazy_format(gettext_lazy("Skills: %(reason)s"), reason=lazy(page_message, str)(exc))
+        )
         return
     report.skills_created = result.count("created")
     report.skills_updated = result.count("updated")
     report.skills_unchanged = result.count("unchanged")
     for item in result.results:
         if item.status == "error":
-            report.errors.append(f"Skill {item.folder}: {item.message}")
+            report.errors.append(
+                lazy_format(
+                    gettext_lazy("Skill %(folder)s: %(reason)s"),
+                    folder=item.folder,
+                    reason=item.message,
+                )
+            )
     report.warnings += result.warnings
 
 
@@ -221,10 +325,18 @@ def hermes_import(
     from memory.services import HELD_CHOICES
 
     if over_limit != "hold" and over_limit not in HELD_CHOICES:
-        raise ServiceError("invalid", f"Unknown choice {over_limit!r} for a file over the limit.")
+        raise ServiceError(
+            "invalid",
+            lazy_format(
+                gettext_lazy("Unknown choice %(choice)s for a file over the limit."),
+                choice=repr(over_limit),
+            ),
+        )
     home = Path(home)
     if not home.is_dir():
-        raise ServiceError("not_found", f"{home} is not a folder.")
+        raise ServiceError(
+            "not_found", lazy_format(gettext_lazy("%(path)s is not a folder."), path=str(home))
+        )
     found = [
         p
         for p in ("state.db", "memories", "skills", "SOUL.md")
@@ -233,7 +345,7 @@ def hermes_import(
     if not found:
         raise ServiceError(
             "invalid",
-            gettext(
+            gettext_lazy(
                 "That is not a Hermes home: it has none of state.db, memories/, skills/, SOUL.md."
             ),
         )
@@ -244,7 +356,11 @@ def hermes_import(
             try:
                 conn = statedb.open_copy(db, Path(work))
             except (OSError, sqlite3.Error) as exc:
-                report.errors.append(f"state.db could not be opened ({exc}).")
+                report.errors.append(
+                    lazy_format(
+                        gettext_lazy("state.db could not be opened (%(error)s)."), error=str(exc)
+                    )
+                )
             else:
                 try:
                     statedb.refuse_computed(conn)
@@ -257,11 +373,22 @@ def hermes_import(
                     profile_settings_import(user, conn, done)
                 except statedb.RefusedDatabase as exc:
                     report.errors.append(
-                        f"state.db was refused and no conversation was imported: {exc}. "
-                        "A Hermes state.db stores its messages; this one would compute them."
+                        lazy_format(
+                            gettext_lazy(
+                                "state.db was refused and no conversation was imported: "
+                                "%(reason)s. A Hermes state.db stores its messages; this one "
+                                "would compute them."
+                            ),
+                            reason=exc.text,
+                        )
                     )
                 except sqlite3.DatabaseError as exc:
-                    report.errors.append(f"state.db is not a Hermes session database ({exc}).")
+                    report.errors.append(
+                        lazy_format(
+                            gettext_lazy("state.db is not a Hermes session database (%(error)s)."),
+                            error=str(exc),
+                        )
+                    )
                 else:
                     report.sessions_created = done.sessions_created
                     report.sessions_skipped = done.sessions_skipped
@@ -314,11 +441,14 @@ def upload_save(upload: IO[bytes], target: Path, *, command: str) -> None:
         target.unlink(missing_ok=True)
         raise ServiceError(
             "too_large",
-            gettext(
-                "The file is larger than %(mb)s MiB; use `manage.py %(command)s` on the server "
-                "for bigger files."
-            )
-            % {"mb": settings.HERMES_IMPORT_MAX_MB, "command": command},
+            lazy_format(
+                gettext_lazy(
+                    "The file is larger than %(mb)s MiB; use `manage.py %(command)s` on the "
+                    "server for bigger files."
+                ),
+                mb=settings.HERMES_IMPORT_MAX_MB,
+                command=command,
+            ),
         )
 
 
@@ -335,7 +465,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
         with zf:
             infos = [i for i in zf.infolist() if not i.is_dir()]
             if sum(i.file_size for i in infos) > 4 * limit:
-                raise ServiceError("too_large", gettext("The zip unpacks to too much data."))
+                raise ServiceError("too_large", gettext_lazy("The zip unpacks to too much data."))
             names = [i.filename for i in infos]
             prefix = _home_prefix(names)
             for info in infos:
@@ -356,7 +486,7 @@ def hermes_import_zip(*, user: AbstractBaseUser, upload: IO[bytes]) -> HermesImp
         if not home.exists():
             raise ServiceError(
                 "invalid",
-                gettext(
+                gettext_lazy(
                     "No Hermes home in that zip: expected state.db, memories/, skills/ or SOUL.md."
                 ),
             )

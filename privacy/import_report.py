@@ -1,12 +1,15 @@
-"""What an import of a Hermes home did, as shown on the Account page and by
-`manage.py import_hermes`."""
+"""What an import did, as shown on the Account page and by `manage.py import_hermes` /
+`import_chats`. Everything it says is marked for translation (core.exceptions.Text), so the
+summary a background import keeps (`stored`) reads in the language of whoever opens the page
+later, not of the worker that wrote it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.utils.formats import number_format
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy
+
+from core.exceptions import Stored, Text, lazy_format, stored
 
 
 @dataclass
@@ -14,20 +17,24 @@ class HermesImportReport:
     sessions_created: int = 0
     sessions_skipped: int = 0
     messages_created: int = 0
-    #: target → what the memory import said ("Imported 3 new entries.").
-    memory: dict[str, str] = field(default_factory=dict)
+    #: target → what the memory import did, a line naming its file ("MEMORY.md: Imported 3
+    #: new entries.").
+    memory: dict[str, Text] = field(default_factory=dict)
+    #: Whether the memory import added (or removed) any entry.
+    memory_changed: bool = False
     #: Entries the threat scanner refused, one line each.
-    blocked: list[str] = field(default_factory=list)
-    identity: str = ""
+    blocked: list[Text] = field(default_factory=list)
+    identity: Text = ""
     skills_created: int = 0
     skills_updated: int = 0
     skills_unchanged: int = 0
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    warnings: list[Text] = field(default_factory=list)
+    errors: list[Text] = field(default_factory=list)
     #: What was cut to its cap → how many times ("message texts cut to …": 2).
-    shortened: dict[str, int] = field(default_factory=dict)
-    #: What was left out (or replaced by a placeholder) and why → how many times.
-    skipped: dict[str, int] = field(default_factory=dict)
+    shortened: dict[Text, int] = field(default_factory=dict)
+    #: What was left out (or replaced by a placeholder) and why → how many times; each kind
+    #: a `lazy_format` message (equal across languages, so it counts).
+    skipped: dict[Text, int] = field(default_factory=dict)
     #: Messages added to conversations an earlier import brought in (a newer export).
     messages_appended: int = 0
     #: Messages on other branches of a conversation, imported as its alternatives.
@@ -40,7 +47,7 @@ class HermesImportReport:
     #: ChatGPT/Claude: the export's format ("chatgpt" or "claude").
     chat_source: str = ""
 
-    def cut(self, what: str) -> None:
+    def cut(self, what: Text) -> None:
         self.shortened[what] = self.shortened.get(what, 0) + 1
 
     @property
@@ -57,79 +64,90 @@ class HermesImportReport:
             or self.paths_followed
             or self.skills_created
             or self.skills_updated
-            or any(not m.startswith("Imported 0 ") for m in self.memory.values())
+            or self.memory_changed
         )
 
     def lines(self) -> list[str]:
         """The report in the active language (the person's, on the Account page)."""
-        out = [
-            gettext(
-                "Conversations: %(created)s imported, %(skipped)s already there "
-                "(%(messages)s messages)."
-            )
-            % {
-                "created": self.sessions_created,
-                "skipped": self.sessions_skipped,
-                "messages": self.messages_created,
-            },
+        return [str(line) for line, _problem in self.said()]
+
+    def stored(self) -> list[Stored]:
+        """The report's lines to keep (a job's summary), each shown later in the reader's
+        language (core.exceptions.restored)."""
+        return [stored(line) for line, _problem in self.said()]
+
+    def said(self) -> list[tuple[Text, bool]]:
+        """The report's lines, translated when shown, each with whether it tells of a
+        problem (an error, a blocked memory entry)."""
+        lines: list[Text] = [
+            lazy_format(
+                gettext_lazy(
+                    "Conversations: %(created)s imported, %(skipped)s already there "
+                    "(%(messages)s messages)."
+                ),
+                created=self.sessions_created,
+                skipped=self.sessions_skipped,
+                messages=self.messages_created,
+            ),
         ]
         if self.branch_messages:
-            out.append(
-                gettext(
-                    "%(count)s message(s) on other branches (edits, regenerations) imported as "
-                    "alternatives."
+            lines.append(
+                lazy_format(
+                    gettext_lazy(
+                        "%(count)s message(s) on other branches (edits, regenerations) imported "
+                        "as alternatives."
+                    ),
+                    count=self.branch_messages,
                 )
-                % {"count": self.branch_messages}
             )
         if self.messages_appended:
-            out.append(
-                gettext("%(count)s new message(s) added to conversations imported before.")
-                % {"count": self.messages_appended}
+            lines.append(
+                lazy_format(
+                    gettext_lazy(
+                        "%(count)s new message(s) added to conversations imported before."
+                    ),
+                    count=self.messages_appended,
+                )
             )
         if self.paths_followed:
-            out.append(
-                gettext(
-                    "%(count)s conversation(s) imported before now show the branch last viewed "
-                    "in the newer export (the earlier one stays as an alternative)."
+            lines.append(
+                lazy_format(
+                    gettext_lazy(
+                        "%(count)s conversation(s) imported before now show the branch last "
+                        "viewed in the newer export (the earlier one stays as an alternative)."
+                    ),
+                    count=self.paths_followed,
                 )
-                % {"count": self.paths_followed}
             )
-        for target, message in self.memory.items():
-            out.append(f"{'MEMORY.md' if target == 'memory' else 'USER.md'}: {message}")
-        out += [blocked_prefix() + b for b in self.blocked]
-        if self.identity:
-            out.append(self.identity)
+        lines += self.memory.values()
+        said = [(line, False) for line in lines]
+        said += [
+            (lazy_format(gettext_lazy("Blocked: %(line)s"), line=line), True)
+            for line in self.blocked
+        ]
+        lines = [self.identity] if self.identity else []
         if self.skills_created or self.skills_updated or self.skills_unchanged:
-            out.append(
-                gettext(
-                    "Skills: %(created)s created, %(updated)s updated, %(unchanged)s unchanged."
+            lines.append(
+                lazy_format(
+                    gettext_lazy(
+                        "Skills: %(created)s created, %(updated)s updated, %(unchanged)s unchanged."
+                    ),
+                    created=self.skills_created,
+                    updated=self.skills_updated,
+                    unchanged=self.skills_unchanged,
                 )
-                % {
-                    "created": self.skills_created,
-                    "updated": self.skills_updated,
-                    "unchanged": self.skills_unchanged,
-                }
             )
-        out += [
-            gettext("Shortened: %(count)s %(what)s.")
-            % {"count": number_format(n, force_grouping=True), "what": what}
+        lines += [
+            lazy_format(gettext_lazy("Shortened: %(count)s %(what)s."), count=f"{n:,}", what=what)
             for what, n in self.shortened.items()
         ]
-        out += [
-            gettext("Skipped: %(count)s %(what)s.")
-            % {"count": number_format(n, force_grouping=True), "what": what}
+        lines += [
+            lazy_format(gettext_lazy("Skipped: %(count)s %(what)s."), count=f"{n:,}", what=what)
             for what, n in self.skipped.items()
         ]
-        out += [gettext("Note: %(note)s") % {"note": w} for w in self.warnings]
-        out += [error_prefix() + e for e in self.errors]
-        return out
-
-
-def error_prefix() -> str:
-    """How a report line of an error starts, in the active language ("Error: ")."""
-    return gettext("Error: ")
-
-
-def blocked_prefix() -> str:
-    """How a report line of a blocked memory entry starts ("Blocked: ")."""
-    return gettext("Blocked: ")
+        lines += [lazy_format(gettext_lazy("Note: %(note)s"), note=w) for w in self.warnings]
+        said += [(line, False) for line in lines]
+        said += [
+            (lazy_format(gettext_lazy("Error: %(line)s"), line=line), True) for line in self.errors
+        ]
+        return said

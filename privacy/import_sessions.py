@@ -15,11 +15,22 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_lazy
+
+from core.exceptions import lazy_format
 
 from . import statedb
+from .import_caps import (
+    CONFIG_MAX,
+    PROMPT_MAX,
+    SHORT_MAX,
+    TITLE_MAX,
+    read_budget,
+    reported_cuts,
+    text_max,
+)
 from .import_report import HermesImportReport
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,32}$")
@@ -33,28 +44,6 @@ HERMES_LEGACY_SUMMARY_TAG = "[CONTEXT SUMMARY]:"
 _BATCH = 500
 #: Messages are also written out once a batch holds this many characters.
 _BATCH_CHARS = 4 * 1024 * 1024
-#: Caps in characters for what is not a message text (those use the chat limit).
-SHORT_MAX = 200
-TITLE_MAX = 100
-CONFIG_MAX = 10_000
-PROMPT_MAX = 100_000
-
-
-def reported_cuts() -> dict[str, str]:
-    """The fields whose cuts the report mentions, and how it words them; the others are ids
-    and labels, cut to their column sizes as before."""
-    long = f"cut to {text_max():,} characters (the chat's message limit)"
-    return {
-        "content": f"message texts {long}",
-        "tool_calls": f"tool calls longer than {text_max():,} characters, dropped",
-        "reasoning": f"reasoning texts {long}",
-        "reasoning_content": f"reasoning texts {long}",
-        "x_context": f"memory context blocks {long}",
-        "title": f"titles cut to {TITLE_MAX} characters",
-        "prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
-        "system_prompt": f"system prompts cut to {PROMPT_MAX:,} characters",
-        "value": f"custom instructions {long}",
-    }
 
 
 def hermes_summary(content: str, *, flagged: bool) -> str | None:
@@ -75,17 +64,6 @@ def hermes_summary(content: str, *, flagged: bool) -> str | None:
     else:
         return None
     return body.strip().removesuffix(SUMMARY_SUFFIX).strip() or text
-
-
-def text_max() -> int:
-    """The cap of every long imported text: the longest message the chat accepts."""
-    return settings.HERMES_MAX_MESSAGE_CHARS
-
-
-def read_budget() -> int:
-    """Characters one import may read from a state.db: four times the largest upload, as
-    for the zip's unpacked size."""
-    return 4 * settings.HERMES_IMPORT_MAX_MB * 1024 * 1024
 
 
 class ReadBudgetExceeded(Exception):
@@ -252,7 +230,13 @@ class SessionImporter:
                 self._stopped(source_id)
                 break
             except (IntegrityError, ValueError, sqlite3.Error) as exc:
-                self.report.errors.append(f"Conversation {source_id}: not imported ({exc}).")
+                self.report.errors.append(
+                    lazy_format(
+                        gettext_lazy("Conversation %(id)s: not imported (%(error)s)."),
+                        id=source_id,
+                        error=str(exc),
+                    )
+                )
                 continue
             self.known[source_id] = session.pk
             created[session.pk] = _text(_col(row, "parent_session_id")) or None
@@ -266,12 +250,20 @@ class SessionImporter:
         return self.report
 
     def _stopped(self, source_id: str = "") -> None:
-        where = f" at conversation {source_id}" if source_id else ""
-        self.report.errors.append(
-            f"Stopped{where}: the import read {self.budget // (1024 * 1024):,} MiB of text from "
-            "state.db, the limit for one import. The conversations before it were imported; "
-            "import the rest with `manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
-        )
+        values = {"id": source_id, "mib": f"{self.budget // (1024 * 1024):,}"}
+        if source_id:
+            template = gettext_lazy(
+                "Stopped at conversation %(id)s: the import read %(mib)s MiB of text from "
+                "state.db, the limit for one import. The conversations before it were imported; "
+                "import the rest with `manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
+            )
+        else:
+            template = gettext_lazy(
+                "Stopped: the import read %(mib)s MiB of text from state.db, the limit for one "
+                "import. The conversations before it were imported; import the rest with "
+                "`manage.py import_hermes` and a higher HERMES_IMPORT_MAX_MB."
+            )
+        self.report.errors.append(lazy_format(template, **values))
 
     def _session(self, row: sqlite3.Row, source_id: str) -> Any:
         from sessions_app.models import Session
@@ -422,8 +414,14 @@ class SessionImporter:
         self._count_rewound(source_id)
         if skipped_roles:
             self.report.warnings.append(
-                f"Conversation {source_id}: {skipped_roles} message(s) with an unknown role "
-                "were skipped."
+                lazy_format(
+                    gettext_lazy(
+                        "Conversation %(id)s: %(count)s message(s) with an unknown role were "
+                        "skipped."
+                    ),
+                    id=source_id,
+                    count=skipped_roles,
+                )
             )
 
     def _count_rewound(self, source_id: str) -> None:
@@ -436,8 +434,14 @@ class SessionImporter:
         ).fetchone()
         if rewound:
             self.report.warnings.append(
-                f"Conversation {source_id}: {rewound} message(s) on other branches (rewound) "
-                "were not imported; the selected path was."
+                lazy_format(
+                    gettext_lazy(
+                        "Conversation %(id)s: %(count)s message(s) on other branches (rewound) "
+                        "were not imported; the selected path was."
+                    ),
+                    id=source_id,
+                    count=rewound,
+                )
             )
 
     def _parent_texts(self, row: sqlite3.Row) -> set[tuple[str, str]]:

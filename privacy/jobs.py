@@ -27,11 +27,10 @@ from django.db.models import Q, QuerySet
 from django.http import FileResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext_lazy
 
-from accounts.language import speaking_to
 from accounts.mail import mail_enabled, mail_send, site_origin
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, Stored, lazy_format, stored
 from core.leases import (
     Lease,
     lease_acquire,
@@ -113,7 +112,9 @@ def export_job_start(*, user: AbstractBaseUser, origin: str = "") -> ExportJob:
         def unqueued() -> None:
             ExportJob.objects.filter(pk=job_id, status="queued").update(
                 status="failed",
-                error=gettext("The export could not be queued. Try again in a minute."),
+                error=stored(
+                    gettext_lazy("The export could not be queued. Try again in a minute.")
+                ),
                 finished_at=timezone.now(),
             )
 
@@ -123,10 +124,10 @@ def export_job_start(*, user: AbstractBaseUser, origin: str = "") -> ExportJob:
     return job
 
 
-def jobs_fail_stalled(jobs: QuerySet, *, error: str) -> int:
+def jobs_fail_stalled(jobs: QuerySet, *, error: Stored) -> int:
     """Jobs (exports, chat imports) whose lease expired — the process died and no
-    redelivery took them over — end as failed with `error`, so they neither show "running"
-    forever nor block a new one."""
+    redelivery took them over — end as failed with `error` (core.exceptions.stored), so they
+    neither show "running" forever nor block a new one."""
     return (
         jobs.filter(status="running")
         .exclude(lease_expires_at__gt=timezone.now())
@@ -142,7 +143,9 @@ def jobs_fail_stalled(jobs: QuerySet, *, error: str) -> int:
 
 def exports_fail_stalled(*, user: AbstractBaseUser | None = None) -> int:
     jobs = ExportJob.objects.all() if user is None else ExportJob.objects.filter(owner=user)
-    return jobs_fail_stalled(jobs, error="The export stopped unexpectedly. Start it again.")
+    return jobs_fail_stalled(
+        jobs, error=stored(gettext_lazy("The export stopped unexpectedly. Start it again."))
+    )
 
 
 # --- running --------------------------------------------------------------------------------
@@ -196,11 +199,11 @@ def _build_holding(lease: Lease) -> str:
     except Exception as exc:
         target.unlink(missing_ok=True)
         logger.exception("export %s failed", job.pk)
-        with speaking_to(job.owner_id):
-            error = gettext("The archive could not be built (%(error)s). Try again.") % {
-                "error": type(exc).__name__
-            }
-        lease.release(status="failed", error=error, finished_at=timezone.now())
+        error = lazy_format(
+            gettext_lazy("The archive could not be built (%(error)s). Try again."),
+            error=type(exc).__name__,
+        )
+        lease.release(status="failed", error=stored(error), finished_at=timezone.now())
         return "failed"
     now = timezone.now()
     if not lease.release(
@@ -273,11 +276,14 @@ def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
         job.expires_at is not None and job.expires_at <= timezone.now()
     ):
         raise ServiceError(
-            "expired", gettext("This download has expired; start a new export."), status=410
+            "expired", gettext_lazy("This download has expired; start a new export."), status=410
         )
     if job.status != ExportJob.Status.DONE:
         raise ServiceError(
-            "not_ready", gettext("The archive is not ready yet."), status=409, progress=job.progress
+            "not_ready",
+            gettext_lazy("The archive is not ready yet."),
+            status=409,
+            progress=job.progress,
         )
     path = _file_of(job)
     try:
@@ -287,7 +293,7 @@ def export_job_open(*, user: AbstractBaseUser, job_id: int) -> Download:
     if handle is None:
         raise ServiceError(
             "expired",
-            gettext("This download is no longer available; start a new export."),
+            gettext_lazy("This download is no longer available; start a new export."),
             status=410,
         )
     return Download(handle, export_filename(user, job.finished_at), job.size)

@@ -11,10 +11,22 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core.exceptions import restored
 from core.leases import LeaseFields
 
 
-class ExportJob(LeaseFields):
+class ShownError:
+    """A job's `error`, kept marked for translation (core.exceptions.stored)."""
+
+    error: object
+
+    @property
+    def error_text(self) -> str:
+        """The error in the reader's language (the active one)."""
+        return str(restored(self.error))
+
+
+class ExportJob(ShownError, LeaseFields):
     """One "Download my data" archive, built by a Celery task and downloadable by its owner
     until `expires_at`. The row is the job: the task claims it (`running`) with a
     conditional UPDATE, reports `progress`, and finishes it (`done` or `failed`)."""
@@ -43,7 +55,8 @@ class ExportJob(LeaseFields):
         verbose_name=_("file name"), max_length=200, blank=True, default=""
     )
     size = models.PositiveBigIntegerField(verbose_name=_("size"), default=0)
-    error = models.CharField(verbose_name=_("error"), max_length=300, blank=True, default="")
+    #: Why it failed, shown in the reader's language (core.exceptions.stored).
+    error = models.JSONField(verbose_name=_("error"), blank=True, default=str)
     task_id = models.CharField(verbose_name=_("task ID"), max_length=64, blank=True, default="")
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
@@ -124,7 +137,7 @@ class AdminContentAccess(models.Model):
         return f"{self.get_action_display()} {self.model} {self.object_id}".strip()
 
 
-class ChatImportJob(LeaseFields):
+class ChatImportJob(ShownError, LeaseFields):
     """One upload of a ChatGPT or Claude export, imported by a Celery task (privacy.chat_jobs).
     Claimed with a lease like an export; `report` holds the summary lines when it is done.
 
@@ -161,11 +174,13 @@ class ChatImportJob(LeaseFields):
     file_name = models.CharField(
         verbose_name=_("file name"), max_length=200, blank=True, default=""
     )
-    #: What the import did, one line each (import_report.HermesImportReport.lines).
+    #: What the import did, one line each, shown in the reader's language
+    #: (import_report.HermesImportReport.stored; `report_lines`).
     report = models.JSONField(verbose_name=_("report"), default=list, blank=True)
     #: The export's format once imported: "chatgpt" or "claude" (sessions_app.IMPORT_SOURCES).
     source = models.CharField(verbose_name=_("source"), max_length=16, blank=True, default="")
-    error = models.CharField(verbose_name=_("error"), max_length=300, blank=True, default="")
+    #: Why it failed, shown in the reader's language (core.exceptions.stored).
+    error = models.JSONField(verbose_name=_("error"), blank=True, default=str)
     task_id = models.CharField(verbose_name=_("task ID"), max_length=64, blank=True, default="")
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
@@ -206,6 +221,11 @@ class ChatImportJob(LeaseFields):
             "owner": self.owner_id,
             "status": self.get_status_display(),
         }
+
+    @property
+    def report_lines(self) -> list[str]:
+        """What the import did, in the reader's language."""
+        return [str(restored(line)) for line in self.report or []]
 
     @property
     def panel_status(self) -> str:

@@ -16,6 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
+from core.exceptions import Text, english, lazy_format
+
 SCHEMA_VERSION = 30
 FTS_STORAGE_VERSION = 3
 #: Tool results are indexed up to this many characters (Hermes' FTS projection).
@@ -369,7 +373,11 @@ READ_LIMIT_BYTES = 32 * 1024 * 1024
 
 class RefusedDatabase(Exception):
     """A foreign state.db that could compute what the import reads (generated columns, or a
-    view or virtual table where a table belongs)."""
+    view or virtual table where a table belongs); `text` says why, marked for translation."""
+
+    def __init__(self, text: Text) -> None:
+        super().__init__(english(text))
+        self.text = text
 
 
 def open_copy(path: Path, workdir: Path) -> sqlite3.Connection:
@@ -409,13 +417,19 @@ def refuse_computed(conn: sqlite3.Connection) -> None:
             continue
         kind, sql = row[0], (row[1] or "").lstrip().upper()
         if kind != "table" or sql.startswith("CREATE VIRTUAL"):
-            what = "a virtual table" if kind == "table" else f"a {kind}"
-            raise RefusedDatabase(f"'{table}' is {what}, not a stored table")
+            if kind == "table":
+                why = gettext_lazy("'%(table)s' is a virtual table, not a stored table")
+            else:
+                why = gettext_lazy("'%(table)s' is a %(kind)s, not a stored table")
+            raise RefusedDatabase(lazy_format(why, table=table, kind=kind))
         # hidden: 0 stored, 1 virtual-table hidden column, 2 / 3 generated (virtual / stored).
         for column in conn.execute(f'PRAGMA table_xinfo("{table}")'):  # noqa: S608 - constants
             if column[6] in (2, 3):
                 raise RefusedDatabase(
-                    f"'{table}.{column[1]}' is a generated column (computed when read)"
+                    lazy_format(
+                        gettext_lazy("'%(column)s' is a generated column (computed when read)"),
+                        column=f"{table}.{column[1]}",
+                    )
                 )
 
 

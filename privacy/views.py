@@ -29,7 +29,6 @@ from memory.services import Provenance, memory_import_held, memory_import_resolv
 from . import chat_jobs, erase, jobs
 from .chat_learning import inferences_on, learn_unavailable, notes
 from .hermes_import import hermes_import_zip
-from .import_report import blocked_prefix, error_prefix
 
 #: Report lines shown after an import (the rest are summarised).
 MAX_REPORT_LINES = 12
@@ -111,7 +110,7 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
         )
         return _back("import")
     report = hermes_import_zip(user=request.user, upload=upload)
-    lines = report.lines()
+    lines = report.said()
     shown, rest = lines[:MAX_REPORT_LINES], len(lines) - MAX_REPORT_LINES
     level = messages.SUCCESS if report.ok else messages.WARNING
     _tell(
@@ -120,15 +119,8 @@ def hermes_import_upload(request: HttpRequest) -> HttpResponse:
         _("Import finished.") if report.ok else _("Import finished with problems."),
         section="import",
     )
-    for line in shown:
-        _tell(
-            request,
-            messages.ERROR
-            if line.startswith((error_prefix(), blocked_prefix()))
-            else messages.INFO,
-            line,
-            section="import",
-        )
+    for line, problem in shown:
+        _tell(request, messages.ERROR if problem else messages.INFO, str(line), section="import")
     if rest > 0:
         _tell(
             request,

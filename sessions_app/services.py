@@ -3,8 +3,6 @@ pinning and deleting. Every function acts for `user` and refuses other people's 
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -34,11 +32,7 @@ from .session_model import (
     session_model_apply,
 )
 from .thresholds import compression_schedule
-
-TITLE_MAX = 100
-_INVISIBLE = re.compile(
-    r"[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
-)
+from .titles import clean_title, derived_title, unique_title
 
 
 def access_session(*, user: AbstractBaseUser, session_id: Any) -> Session:
@@ -49,34 +43,6 @@ def access_session(*, user: AbstractBaseUser, session_id: Any) -> Session:
     if session is None:
         raise NotFound(gettext_lazy("conversation"))
     return session
-
-
-def clean_title(text: str) -> str:
-    """Control, zero-width and bidi characters stripped, whitespace collapsed, ≤100 chars."""
-    text = _INVISIBLE.sub(" ", unicodedata.normalize("NFC", text or ""))
-    text = " ".join(text.split())
-    return text[:TITLE_MAX].strip()
-
-
-def _derived_title(text: str) -> str:
-    first_line = clean_title(text.strip().splitlines()[0] if text.strip() else "")
-    if len(first_line) > 60:
-        first_line = first_line[:57].rstrip() + "…"
-    return first_line or "New conversation"
-
-
-def _unique_title(*, user: AbstractBaseUser, base: str, exclude: str | None = None) -> str:
-    taken = set(
-        Session.objects.filter(owner=user, title__startswith=base[:90])
-        .exclude(pk=exclude)
-        .values_list("title", flat=True)
-    )
-    if base not in taken:
-        return base
-    n = 2
-    while f"{base[: TITLE_MAX - 6]} ({n})" in taken:
-        n += 1
-    return f"{base[: TITLE_MAX - 6]} ({n})"
 
 
 @dataclass(frozen=True)
@@ -262,7 +228,7 @@ def session_open(
     with transaction.atomic():
         session = Session.objects.create(
             owner=user,
-            title=_unique_title(user=user, base=_derived_title(title_from)),
+            title=unique_title(user=user, base=derived_title(title_from)),
             title_source=Session.TitleSource.DERIVED,
             model=choice.model_id,
             model_config=model_config_for(choice),

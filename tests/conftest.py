@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.utils import translation
 
 from devtools.scripted_llm import ScriptedLLM
 from hermes_site.celery import app as celery_app
@@ -69,6 +70,15 @@ def _tasks_run_inline() -> Iterator[None]:
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _language_reset() -> Iterator[None]:
+    # A page request leaves its reader's language active in the thread (LocaleMiddleware
+    # activates, nothing deactivates): the next test would start in Chinese, and what it
+    # reads of a message marked for translation with it.
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, Sum, Value
 from django.db.models.functions import Coalesce, Least, Length
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy
 
+from core.exceptions import Text
 from memory.inferences.config import local_config
 from memory.inferences.selectors import inference_allowed
 from memory.providers.manager import active_provider_name
@@ -39,14 +40,17 @@ HEADING_CHARS = 100
 _CHUNK = 400
 
 
-def learn_unavailable(*, user: AbstractBaseUser) -> str:
-    """Why the option cannot be used for `user` now ("" when it can)."""
+def learn_unavailable(*, user: AbstractBaseUser) -> Text:
+    """Why the option cannot be used for `user` now ("" when it can), translated when
+    shown."""
     if settings.HERMES_IMPORT_LEARN_CONVERSATIONS <= 0:
-        return gettext("Learning from imports is turned off on this server.")
+        return gettext_lazy("Learning from imports is turned off on this server.")
     if not llm.is_configured():
-        return gettext("No model is configured on this server, so there is nothing to learn with.")
+        return gettext_lazy(
+            "No model is configured on this server, so there is nothing to learn with."
+        )
     if not memory_settings(user=user)[0]:
-        return gettext("Memory is off for your account: turn it on above to let Hermes learn.")
+        return gettext_lazy("Memory is off for your account: turn it on above to let Hermes learn.")
     return ""
 
 

@@ -15,7 +15,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.db.models.functions import Substr
 from django.utils.translation import gettext_lazy
 
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, lazy_format
 
 from ..lineage import (
     ConversationRow,
@@ -92,7 +92,11 @@ def check_roles(roles: str | list[str] | tuple[str, ...] | None) -> tuple[str, .
     if unknown:
         raise ServiceError(
             "invalid_role",
-            f"Unknown role {unknown[0]!r}; use {', '.join(SEARCHABLE_ROLES)} (comma-separated).",
+            lazy_format(
+                gettext_lazy("Unknown role %(role)s; use %(roles)s (comma-separated)."),
+                role=repr(unknown[0]),
+                roles=", ".join(SEARCHABLE_ROLES),
+            ),
         )
     return cleaned
 
@@ -278,11 +282,13 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
     of its compression chain) focused on `query`. Returns the cache row at once; the work
     runs as a Celery task after commit. Refuses empty queries and unknown sessions."""
     if not parse_query(query):
-        raise ServiceError("empty_query", "Type something to search for first.")
+        raise ServiceError("empty_query", gettext_lazy("Type something to search for first."))
     if not summaries_available():
         raise ServiceError(
             "llm_unavailable",
-            "Summaries need a model: add one in the admin or set HERMES_MODEL (see the README).",
+            gettext_lazy(
+                "Summaries need a model: add one in the admin or set HERMES_MODEL (see the README)."
+            ),
             status=503,
         )
     session = Session.objects.filter(id=session_id, owner=owner).first()
@@ -295,7 +301,9 @@ def search_summary_start(*, owner: AbstractBaseUser, query: str, session_id: str
         "last"
     ]
     if last is None:
-        raise ServiceError("empty_conversation", "That conversation has no messages yet.")
+        raise ServiceError(
+            "empty_conversation", gettext_lazy("That conversation has no messages yet.")
+        )
     summary = summary_request(owner=owner, query=query, root_id=root, last_message_id=last)
     summary_start(summary=summary)
     return summary

@@ -21,7 +21,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext_lazy, ngettext
 
-from core.exceptions import NotFound, ServiceError
+from core.exceptions import NotFound, ServiceError, lazy_format
 
 from ..agent.tools import Tool, ToolContext, ToolResult
 from ..models import Message, Session
@@ -108,7 +108,10 @@ def _int(args: dict[str, Any], name: str, default: int, low: int, high: int) -> 
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ServiceError("invalid_arguments", f"'{name}' must be a whole number.") from None
+        raise ServiceError(
+            "invalid_arguments",
+            lazy_format(gettext_lazy("'%(name)s' must be a whole number."), name=name),
+        ) from None
     return min(high, max(low, number))
 
 
@@ -141,7 +144,9 @@ def _message_payload(message: Message) -> dict[str, Any]:
 
 def _access_session(ctx: ToolContext, session_id: Any) -> Session:
     if not isinstance(session_id, str) or not session_id.strip():
-        raise ServiceError("invalid_arguments", "'session_id' must be a conversation id.")
+        raise ServiceError(
+            "invalid_arguments", gettext_lazy("'session_id' must be a conversation id.")
+        )
     session = Session.objects.filter(id=session_id.strip(), owner=ctx.user).first()
     if session is None or session.end_reason == Session.EndReason.DELETED:
         raise NotFound(gettext_lazy("conversation"))
@@ -230,11 +235,11 @@ def _browse(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 def _discover(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     query = args.get("query")
     if not isinstance(query, str):
-        raise ServiceError("invalid_arguments", "'query' must be text.")
+        raise ServiceError("invalid_arguments", gettext_lazy("'query' must be text."))
     limit = _int(args, "limit", 3, 1, 5)
     summaries = args.get("summaries", True)
     if not isinstance(summaries, bool):
-        raise ServiceError("invalid_arguments", "'summaries' must be true or false.")
+        raise ServiceError("invalid_arguments", gettext_lazy("'summaries' must be true or false."))
     roles = check_roles(args.get("role") if isinstance(args.get("role"), str) else None)
     result = search_conversations(
         owner=ctx.user, query=query, roles=roles, limit=limit, exclude_lineage_of=ctx.session_id

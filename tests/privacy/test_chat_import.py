@@ -374,7 +374,7 @@ def test_a_real_worker_imports_the_upload_and_a_redelivery_adds_nothing(
         what="the chat import job",
     )
     assert done.progress == 100 and done.stage == "Done"
-    assert "Conversations: 3 imported, 0 already there (12 messages)." in done.report
+    assert "Conversations: 3 imported, 0 already there (12 messages)." in done.report_lines
     assert not (worker_export_dir / name).exists()
     celery_worker.send("privacy.chat_import_run", job.pk)
     wait_for(

@@ -107,7 +107,7 @@ def test_a_worker_killed_mid_learning_is_taken_over_and_finishes_once(
         "released the lease of a dead process: chat_learn" in log
         or "lease taken over: chat_learn" in log
     )
-    assert done.status == "done" and "Conversations: 4 imported" in " ".join(done.report)
+    assert done.status == "done" and "Conversations: 4 imported" in " ".join(done.report_lines)
     assert (done.learning["done"], done.learning["batch"], done.lease_owner) == (4, 2, "")
     # Each note once; the first batch was read once, the second twice (killed, then again).
     assert sorted(MemoryEntry.objects.filter(owner=owner).values_list("content", flat=True)) == [

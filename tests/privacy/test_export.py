@@ -237,7 +237,7 @@ def test_a_build_whose_process_died_is_failed_and_a_new_export_starts(
     stuck.refresh_from_db()
     assert job.pk != stuck.pk
     assert (stuck.status, stuck.lease_owner) == ("failed", "")
-    assert "stopped unexpectedly" in stuck.error
+    assert "stopped unexpectedly" in stuck.error_text
     assert ExportJob.objects.get(pk=job.pk).status == "done"
 
 

@@ -195,7 +195,7 @@ def test_importing_the_same_home_again_adds_nothing(owner, hermes_home):
     assert counts(owner) == before
     assert report.sessions_created == 0 and report.sessions_skipped == 3
     assert report.skills_unchanged == 1 and not report.added_anything
-    assert report.memory["memory"].startswith("Imported 0 new entries")
+    assert report.memory["memory"].startswith("MEMORY.md: Imported 0 new entries")
 
 
 def test_the_same_home_imports_into_two_accounts_without_clashing(owner, outsider, hermes_home):
