@@ -35,12 +35,13 @@ from django.utils.translation import gettext_lazy
 from core.exceptions import ServiceError, Text, lazy_format
 from core.zipfiles import zip_errors
 from sessions_app.models import IMPORT_SOURCES as SOURCES
+from sessions_app.titles import title_not_in
 
 from .chat_formats import BadExport, Imported, chatgpt, claude, skipped_kind, stored_id
 from .chat_merge import conversation_merge, tree_digest
 from .import_caps import TITLE_MAX, read_budget, reported_cuts, text_max
 from .import_report import HermesImportReport
-from .import_sessions import import_id, unique_title
+from .import_sessions import import_id
 
 FORMATS = (chatgpt, claude)
 EXPORT_NAME = "conversations.json"
@@ -306,7 +307,7 @@ class _Importer:
         if title is not None:
             if len(title) > TITLE_MAX:
                 self.report.cut(self.cuts["title"])
-            title = unique_title(title, self.titles)
+            title = title_not_in(title, self.titles)
             self.titles.add(title)
         session_id, _ = import_id("", started)
         last = stored_id(conv.messages[-1].ext_id)

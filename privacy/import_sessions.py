@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_lazy
 
 from core.exceptions import lazy_format
+from sessions_app.titles import title_not_in
 
 from . import statedb
 from .import_caps import (
@@ -109,16 +110,6 @@ def _decimal(value: Any) -> Decimal:
 
 def _col(row: sqlite3.Row, name: str, default: Any = None) -> Any:
     return row[name] if name in row.keys() else default
-
-
-def unique_title(title: str, taken: set[str]) -> str:
-    title = title[:100]
-    if title not in taken:
-        return title
-    n = 2
-    while f"{title[:94]} ({n})" in taken:
-        n += 1
-    return f"{title[:94]} ({n})"
 
 
 def import_id(source_id: str, started: Any) -> tuple[str, dict[str, Any]]:
@@ -280,7 +271,7 @@ class SessionImporter:
         config.update(marker)
         title = _text(_col(row, "title")).strip() or None
         if title is not None:
-            title = unique_title(title, self.titles)
+            title = title_not_in(title, self.titles)
             self.titles.add(title)
         temporary = False
         if "hermes_web_sessions" in self.sides:

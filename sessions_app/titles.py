@@ -31,14 +31,21 @@ def derived_title(text: str) -> str:
 
 
 def unique_title(*, user: AbstractBaseUser, base: str, exclude: str | None = None) -> str:
+    """`base`, or "base (2)", "base (3)"… if the owner already has a conversation so titled."""
     taken = set(
         Session.objects.filter(owner=user, title__startswith=base[:90])
         .exclude(pk=exclude)
         .values_list("title", flat=True)
     )
-    if base not in taken:
-        return base
+    return title_not_in(base, taken)
+
+
+def title_not_in(title: str, taken: set[str]) -> str:
+    """`title` (cut to TITLE_MAX), numbered "(2)", "(3)"… until it is none of `taken`."""
+    title = title[:TITLE_MAX]
+    if title not in taken:
+        return title
     n = 2
-    while f"{base[: TITLE_MAX - 6]} ({n})" in taken:
+    while f"{title[: TITLE_MAX - 6]} ({n})" in taken:
         n += 1
-    return f"{base[: TITLE_MAX - 6]} ({n})"
+    return f"{title[: TITLE_MAX - 6]} ({n})"
