@@ -31,7 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.language import asaid_to, aspeaking_to
 from accounts.services import profile_get
 from core.exceptions import ServiceError, english, lazy_format
-from core.leases import lease_heartbeat_async
+from core.leases import LeaseLost, lease_heartbeat_async
 from core.logs import request_id_var
 from core.realtime import RealtimeUnavailable, apublish, session_group
 
@@ -208,14 +208,17 @@ async def _run_turn(
     try:
         setup = await _prepare(turn)
         answered = await _loop(turn, setup)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, LeaseLost) as exc:
+        # Lost: another process took the conversation over (this one stalled past the
+        # lease), and its answer is the new holder's to close; write nothing more. The
+        # heartbeat cancels the turn, and the turn checks the lease between its steps too, as
+        # a cancellation can be absorbed on its way through the HTTP and database stacks.
         if start.lease.lost.is_set():
-            # Another process took the conversation over (this one stalled past the
-            # lease): its answer is the new holder's to close; write nothing more.
             logger.warning("turn in session %s stopped: its lease was lost", turn.session_id)
         else:
             await _close_unfinished(turn, status="interrupted", reason="stopped")
-        raise
+        if isinstance(exc, asyncio.CancelledError):
+            raise
     except llm.LLMError as exc:
         await _close_unfinished(turn, status=_unfinished(turn), reason=exc.code.value)
         with contextlib.suppress(RealtimeUnavailable):
@@ -357,8 +360,14 @@ async def _loop(turn: _Turn, setup: _Setup) -> bool:
             session_id=turn.session_id, system_prompt=setup.prompt
         )
         result = await stream_call(
-            messages, setup.tools, turn.events, turn.state, entry=setup.model
+            messages,
+            setup.tools,
+            turn.events,
+            turn.state,
+            entry=setup.model,
+            lease=turn.start.lease,
         )
+        turn.start.lease.check()  # nothing is written once another process holds the turn
         if not result.tool_calls:
             await _finish_message(turn, setup, result)
             await turn.events.emit(done_event(turn.state, result, "complete"))

@@ -13,6 +13,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from core.leases import Lease
 from core.realtime import apublish, session_group
 from sessions_app.agent.fence import StreamingContextScrubber
 
@@ -92,9 +93,10 @@ async def stream_call(
     state: StreamState,
     *,
     entry: llm.ModelChoice,
+    lease: Lease,
 ) -> llm.Completed:
     """One streamed model call to ``entry`` into ``state``; raises LLMError (the text so far
-    is kept)."""
+    is kept), or LeaseLost as soon as another process holds ``lease``."""
     scrubber = StreamingContextScrubber()
     completed: llm.Completed | None = None
     stream = llm.stream_chat(
@@ -106,14 +108,17 @@ async def stream_call(
     try:
         async with contextlib.aclosing(stream):
             async for event in stream:
+                lease.check()
                 if isinstance(event, llm.TextDelta):
                     await _append(scrubber.feed(event.text), events, state)
                 elif isinstance(event, llm.Completed):
                     completed = event
         await _append(scrubber.flush(), events, state, final=True)
     finally:
-        # Whatever the user has not seen yet is still part of the answer.
-        await _publish_unsent(events, state)
+        # Whatever the user has not seen yet is still part of the answer (unless the answer
+        # is now another process's).
+        if not lease.lost.is_set():
+            await _publish_unsent(events, state)
     assert completed is not None  # stream_chat always ends with Completed or raises
     return completed
 
