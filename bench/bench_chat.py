@@ -2,9 +2,12 @@
 + the openai client, against the scripted model at a fixed latency.
 
 Figures: time-to-first-token overhead and per-delta overhead added by our stack (p50/p95)
-with 50 concurrent chats, deltas lost (must be 0), memory per open socket, and the
-prefix-cache ratio (cached / prompt tokens) of a 30-turn session against a baseline that
-rebuilds the system prompt every turn.
+with 50 concurrent chats; one person's time-to-first-token overhead over ROUNDS (30)
+interleaved rounds (a turn through the stack in a conversation already under way, then the
+same stream read straight from the model, so both see the same machine at the same moment);
+deltas lost (must be 0), memory per open socket, and the prefix-cache ratio (cached /
+prompt tokens) of a 30-turn session against a baseline that rebuilds the system prompt
+every turn.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ LATENCY = 0.2  # seconds the scripted model waits before its first byte
 CHUNK_DELAY = 0.01  # seconds between streamed chunks
 REPLY = " ".join(f"word{i}" for i in range(120))
 TURNS = 30
+ROUNDS = int(os.environ.get("BENCH_CHAT_ROUNDS", 30))
 
 
 def _rss_kb(pid: int) -> int:
@@ -198,6 +202,58 @@ async def _direct(base_url: str) -> list[dict[str, Any]]:
     return await asyncio.gather(*(one() for _ in range(CHATS)))
 
 
+async def _direct_ttft(client: Any) -> float:
+    sent = time.perf_counter()
+    stream = await client.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "bench turn"}], stream=True
+    )
+    first = None
+    async for chunk in stream:
+        if first is None and chunk.choices and chunk.choices[0].delta.content:
+            first = time.perf_counter()
+    return (first or time.perf_counter()) - sent
+
+
+async def _single_user(url: str, cookie: str, model_url: str) -> list[dict[str, float]]:
+    """One person, one socket, one conversation: a warm-up turn (it creates the conversation
+    and freezes its prompt), then ROUNDS rounds of a turn through the stack and a direct
+    stream, in alternating order so neither always goes first."""
+    import websockets
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=model_url, api_key="bench")
+    rounds = []
+    async with websockets.connect(
+        url, additional_headers={"Cookie": cookie, "Origin": _origin(url)}, max_size=2**22
+    ) as ws:
+        session = None
+
+        async def ours() -> float:
+            nonlocal session
+            sent = time.perf_counter()
+            await ws.send(json.dumps({"type": "chat.send", "session": session, "text": "hi"}))
+            first = None
+            while True:
+                event = json.loads(await ws.recv())
+                if event["type"] == "session.started":
+                    session = event["session"]
+                elif event["type"] == "assistant.delta" and first is None:
+                    first = time.perf_counter()
+                elif event["type"] in ("assistant.done", "error"):
+                    return (first or time.perf_counter()) - sent
+
+        await ours()
+        await _direct_ttft(client)
+        for n in range(ROUNDS):
+            if n % 2:
+                direct, through = await _direct_ttft(client), await ours()
+            else:
+                through, direct = await ours(), await _direct_ttft(client)
+            rounds.append({"ours": through, "direct": direct})
+    await client.close()
+    return rounds
+
+
 def _mean_gap_ms(arrivals: list[float]) -> float:
     return (arrivals[-1] - arrivals[0]) / max(1, len(arrivals) - 1) * 1000
 
@@ -229,6 +285,7 @@ def run(vendor: str) -> dict[str, Any]:
         direct = asyncio.run(_direct(model_url))
         idle_kb = _rss_kb(proc.pid)
         per_socket_kb = asyncio.run(_socket_memory(url, cookies, proc.pid, idle_kb))
+        single = asyncio.run(_single_user(url, cookies[0], model_url))
         started = time.perf_counter()
         runs = asyncio.run(_concurrent(url, cookies))
         wall = time.perf_counter() - started
@@ -279,6 +336,13 @@ def run(vendor: str) -> dict[str, Any]:
         "ttft_overhead_ms": {
             "p50": round(ttft_ours["p50_ms"] - ttft_direct["p50_ms"], 1),
             "p95": round(ttft_ours["p95_ms"] - ttft_direct["p95_ms"], 1),
+        },
+        "single_user": {
+            "rounds": len(single),
+            "ttft_ms_through_our_stack": percentiles([r["ours"] * 1000 for r in single]),
+            "ttft_ms_direct_from_model": percentiles([r["direct"] * 1000 for r in single]),
+            # Per round, so a slow moment of the machine counts against neither side.
+            "ttft_overhead_ms": percentiles([(r["ours"] - r["direct"]) * 1000 for r in single]),
         },
         "mean_gap_between_events_ms_ours": gap_ours,
         "mean_gap_between_chunks_ms_direct": gap_direct,

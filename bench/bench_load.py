@@ -13,7 +13,15 @@ capacity" drops logged by the servers), turn time and time to first delta throug
 stack against the same stream read straight from the model (their difference is the
 overhead our stack adds), and CPU and memory of every process of the stack.
 
+The same load runs once per variant of the stack (a fresh stack each, one after the
+other), so the figures of the channel layers and coalescing windows compare within one run:
+by default channels_redis' core layer at the old 100 ms window (before), the same layer at
+30 ms, its pub/sub layer at 30 ms, and the local-first layer (core/channel_layer.py) at the
+default window. BENCH_LOAD_VARIANTS (a JSON list of {"name": …, "env": {…}}) replaces them;
+BENCH_LOAD_ENV (a JSON object) is added to every variant's environment.
+
     BENCH_LOAD_USERS=200 BENCH_LOAD_SECONDS=60 .venv/bin/python -m bench load
+    BENCH_LOAD_ASGI=4 .venv/bin/python -m bench load     # four ASGI processes
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ VENDORS = ("postgresql",)
 USERS = int(os.environ.get("BENCH_LOAD_USERS", 200))
 SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", 60))
 THINK = float(os.environ.get("BENCH_LOAD_THINK", 8.0))
+ASGI = int(os.environ.get("BENCH_LOAD_ASGI", 2))
 TURN_TIMEOUT = 60.0
 LATENCY = 0.2  # seconds the scripted model waits before its first byte
 CHUNK_DELAY = 0.02  # seconds between its chunks
@@ -259,22 +268,57 @@ async def _load(stack: Any, cookies: list[str]) -> tuple[list[Person], float]:
     return people, time.monotonic() - begin
 
 
-def _passed_settings() -> dict[str, str]:
-    """Settings to try under load, e.g. BENCH_LOAD_ENV='{"HERMES_STREAM_COALESCE_MS": "80"}'."""
-    return {k: str(v) for k, v in json.loads(os.environ.get("BENCH_LOAD_ENV") or "{}").items()}
+DEFAULT_VARIANTS = [
+    {
+        "name": "before: channels_redis core layer, 100 ms coalescing",
+        "env": {"HERMES_CHANNEL_LAYER": "redis", "HERMES_STREAM_COALESCE_MS": "100"},
+    },
+    {
+        "name": "channels_redis core layer, 30 ms",
+        "env": {"HERMES_CHANNEL_LAYER": "redis", "HERMES_STREAM_COALESCE_MS": "30"},
+    },
+    {
+        "name": "channels_redis pub/sub layer, 30 ms",
+        "env": {"HERMES_CHANNEL_LAYER": "redis-pubsub", "HERMES_STREAM_COALESCE_MS": "30"},
+    },
+    {"name": "after: local-first layer, default coalescing", "env": {}},
+]
+
+
+def _variants() -> list[dict[str, Any]]:
+    every = {k: str(v) for k, v in json.loads(os.environ.get("BENCH_LOAD_ENV") or "{}").items()}
+    chosen = json.loads(os.environ.get("BENCH_LOAD_VARIANTS") or "null") or DEFAULT_VARIANTS
+    return [
+        {"name": v["name"], "env": {**{k: str(x) for k, x in v["env"].items()}, **every}}
+        for v in chosen
+    ]
 
 
 def run(vendor: str) -> dict[str, Any]:
-    from django.conf import settings
     from django.db import connections
 
-    from tests.deploy.stack import missing_prerequisites, running_stack
+    from tests.deploy.stack import missing_prerequisites
 
     why = missing_prerequisites()
     if why:
         return {"skipped": why}
     cookies = _cookies(USERS)
     connections.close_all()
+    return {
+        "users": USERS,
+        "seconds": SECONDS,
+        "think_seconds": THINK,
+        "scripted_latency_ms": LATENCY * 1000,
+        "chunk_delay_ms": CHUNK_DELAY * 1000,
+        "variants": [_run_variant(v, cookies) for v in _variants()],
+    }
+
+
+def _run_variant(variant: dict[str, Any], cookies: list[str]) -> dict[str, Any]:
+    from django.conf import settings
+
+    from tests.deploy.stack import running_stack
+
     tmp = Path(tempfile.mkdtemp(prefix="hermes-bench-load-"))
     with running_stack(
         tmp,
@@ -282,9 +326,10 @@ def run(vendor: str) -> dict[str, Any]:
         model_latency=LATENCY,
         model_chunk_delay=CHUNK_DELAY,
         nginx_workers="auto",
+        asgi_processes=ASGI,
         # The database bench.harness made and migrated for this run.
         database_url=os.environ["DATABASE_URL"],
-        extra_env={"SECRET_KEY": settings.SECRET_KEY, **_passed_settings()},
+        extra_env={"SECRET_KEY": settings.SECRET_KEY, **variant["env"]},
     ) as stack:
         model_url = stack.env["OPENAI_BASE_URL"]
         direct = asyncio.run(_direct(model_url, 20))
@@ -310,13 +355,12 @@ def run(vendor: str) -> dict[str, Any]:
     errors = [e for p in people for e in p.errors]
     direct_total = statistics.median(d["total"] for d in direct)
     direct_ttft = statistics.median(d["ttft"] for d in direct)
+    totals = percentiles([t["total"] * 1000 for t in turns]) if turns else {}
+    ttfts = percentiles([t["ttft"] * 1000 for t in turns]) if turns else {}
     return {
-        "users": USERS,
-        "seconds": SECONDS,
-        "think_seconds": THINK,
+        "name": variant["name"],
+        "env": variant["env"],
         "asgi_processes": len(stack.asgi_ports),
-        "scripted_latency_ms": LATENCY * 1000,
-        "chunk_delay_ms": CHUNK_DELAY * 1000,
         "wall_seconds": round(wall, 1),
         "turns": len(turns),
         "turns_per_second": round(len(turns) / wall, 1),
@@ -329,32 +373,17 @@ def run(vendor: str) -> dict[str, Any]:
             "seq_gaps_resynced": sum(p.gaps for p in people),
             "channel_layer_over_capacity_logs": over_capacity,
         },
-        "settings_passed": _passed_settings(),
-        "turn_ms_through_stack": percentiles([t["total"] * 1000 for t in turns]),
+        "turn_ms_through_stack": totals,
         # A person's first turn also freezes the system prompt of a new conversation.
         "ttft_ms_first_turns": percentiles([t["ttft"] * 1000 for t in turns if t["first"]]),
         "ttft_ms_later_turns": percentiles([t["ttft"] * 1000 for t in turns if not t["first"]]),
-        "ttft_ms_through_stack": percentiles([t["ttft"] * 1000 for t in turns]),
+        "ttft_ms_through_stack": ttfts,
         "turn_ms_direct_from_model_median": round(direct_total * 1000, 1),
         "ttft_ms_direct_from_model_median": round(direct_ttft * 1000, 1),
         "overhead_ms": {
-            "turn_p50": round(
-                percentiles([t["total"] * 1000 for t in turns])["p50_ms"] - direct_total * 1000,
-                1,
-            )
-            if turns
-            else None,
-            "turn_p95": round(
-                percentiles([t["total"] * 1000 for t in turns])["p95_ms"] - direct_total * 1000,
-                1,
-            )
-            if turns
-            else None,
-            "ttft_p95": round(
-                percentiles([t["ttft"] * 1000 for t in turns])["p95_ms"] - direct_ttft * 1000, 1
-            )
-            if turns
-            else None,
+            "turn_p50": round(totals["p50_ms"] - direct_total * 1000, 1) if turns else None,
+            "turn_p95": round(totals["p95_ms"] - direct_total * 1000, 1) if turns else None,
+            "ttft_p95": round(ttfts["p95_ms"] - direct_ttft * 1000, 1) if turns else None,
         },
         "cpu_percent_of_one_core": {
             name: round(_cpu_used(cpu_before.get(name, {}), cpu_after[name]) / elapsed * 100, 1)

@@ -34,10 +34,17 @@ def check_channel_layer() -> str:
         # The default prefix: channels_redis pops all of a process's channels from one
         # Redis list under one lock, and a waiter on its own prefix ("healthz.") never
         # got the lock while an open websocket held it: /healthz hung.
+        # Through a group: the local-first layer hands a message for this process's own
+        # channel over without Redis, but reads every group's members from it.
         channel = await layer.new_channel()
         token = uuid.uuid4().hex
-        await layer.send(channel, {"type": "healthz", "token": token})
-        message = await layer.receive(channel)
+        group = f"healthz.{token}"
+        await layer.group_add(group, channel)
+        try:
+            await layer.group_send(group, {"type": "healthz", "token": token})
+            message = await layer.receive(channel)
+        finally:
+            await layer.group_discard(group, channel)
         if message.get("token") != token:
             raise RuntimeError("channel layer returned a different message")
 

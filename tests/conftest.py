@@ -194,10 +194,11 @@ def redis_url(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def redis_channel_layer(redis_url, settings):
-    """Route the channel layer through real Redis/Valkey for this test."""
+    """Route the channel layer through real Redis/Valkey for this test (the layer a
+    deployment with REDIS_URL uses)."""
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
             # Longer than channels_redis' 5 s blocking read (redis-py's default would cut it).
             "CONFIG": {
                 "hosts": [{"address": redis_url, "socket_timeout": 30}],

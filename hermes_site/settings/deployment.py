@@ -164,15 +164,40 @@ def _celery_redis_url(url: str) -> str:
     return url
 
 
-if REDIS_URL:
+#: The channel layer classes HERMES_CHANNEL_LAYER names (with Redis; see core/channel_layer.py).
+CHANNEL_LAYER_BACKENDS = {
+    "local-first": "core.channel_layer.LocalFirstRedisChannelLayer",
+    "redis": "channels_redis.core.RedisChannelLayer",
+    "redis-pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+}
+_channel_layer = declare_str(
+    "HERMES_CHANNEL_LAYER",
+    "local-first",
+    choices=tuple(CHANNEL_LAYER_BACKENDS),
+    help="How events reach sockets with Redis: local-first delivers to this process's own "
+    "sockets directly and through Redis to the others; redis and redis-pubsub are "
+    "channels_redis' layers as they come (for comparison in `python -m bench load`).",
+)
+# redis-py 8 reads with a 5 s socket timeout by default, which is exactly how long
+# channels_redis blocks in BZPOPMIN waiting for a message: every socket quiet for 5 s died
+# with TimeoutError (django/channels_redis#422).
+_redis_host = {"address": REDIS_URL, "socket_timeout": 30}
+
+if REDIS_URL and _channel_layer == "redis-pubsub":
+    # Groups are subscriptions of the processes that have members; nothing is queued, so
+    # there is no capacity or expiry to set.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": CHANNEL_LAYER_BACKENDS[_channel_layer],
+            "CONFIG": {"hosts": [_redis_host], "prefix": _channel_prefix},
+        }
+    }
+elif REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": CHANNEL_LAYER_BACKENDS[_channel_layer],
             "CONFIG": {
-                # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
-                # how long channels_redis blocks in BZPOPMIN waiting for a message: every
-                # socket quiet for 5 s died with TimeoutError (django/channels_redis#422).
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "hosts": [_redis_host],
                 "prefix": _channel_prefix,
                 "capacity": _channel_capacity,
                 "expiry": 60,
@@ -180,6 +205,7 @@ if REDIS_URL:
             },
         }
     }
+if REDIS_URL:
     CELERY_BROKER_URL = _celery_redis_url(REDIS_URL)
     CELERY_RESULT_BACKEND = _celery_redis_url(REDIS_URL)
 else:

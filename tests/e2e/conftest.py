@@ -116,8 +116,16 @@ def logged_in_page(browser, live_server_url, user, viewport=DESKTOP, *, permissi
 
 
 def box_inside_viewport(page: Any, locator: Any) -> dict[str, float]:
-    """The element's bounding box, asserted visible and wholly inside the viewport."""
-    box = locator.bounding_box()
+    """The element's bounding box, asserted visible and wholly inside the viewport.
+
+    Measured once the element shows: the chat replaces its thread with the server's
+    rendering after a turn, and an element measured while it is swapped has no box."""
+    box = None
+    for _ in range(3):
+        locator.wait_for(state="visible", timeout=10_000)
+        box = locator.bounding_box()
+        if box is not None:
+            break
     size = page.viewport_size
     assert box is not None, "not rendered"
     assert box["x"] >= 0 and box["y"] >= 0, box
