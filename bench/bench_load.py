@@ -17,8 +17,9 @@ The same load runs once per variant of the stack (a fresh stack each, one after 
 other), so the figures of the channel layers and coalescing windows compare within one run:
 by default channels_redis' core layer at the old 100 ms window (before), the same layer at
 30 ms, its pub/sub layer at 30 ms, and the local-first layer (core/channel_layer.py) at the
-default window. BENCH_LOAD_VARIANTS (a JSON list of {"name": …, "env": {…}}) replaces them;
-BENCH_LOAD_ENV (a JSON object) is added to every variant's environment.
+default window. BENCH_LOAD_VARIANTS (a JSON list of {"name": …, "env": {…}}, with "asgi":
+the number of ASGI processes, else BENCH_LOAD_ASGI) replaces them; BENCH_LOAD_ENV (a JSON
+object) is added to every variant's environment.
 
     BENCH_LOAD_USERS=200 BENCH_LOAD_SECONDS=60 .venv/bin/python -m bench load
     BENCH_LOAD_ASGI=4 .venv/bin/python -m bench load     # four ASGI processes
@@ -289,7 +290,11 @@ def _variants() -> list[dict[str, Any]]:
     every = {k: str(v) for k, v in json.loads(os.environ.get("BENCH_LOAD_ENV") or "{}").items()}
     chosen = json.loads(os.environ.get("BENCH_LOAD_VARIANTS") or "null") or DEFAULT_VARIANTS
     return [
-        {"name": v["name"], "env": {**{k: str(x) for k, x in v["env"].items()}, **every}}
+        {
+            "name": v["name"],
+            "asgi": int(v.get("asgi", ASGI)),
+            "env": {**{k: str(x) for k, x in v["env"].items()}, **every},
+        }
         for v in chosen
     ]
 
@@ -326,7 +331,7 @@ def _run_variant(variant: dict[str, Any], cookies: list[str]) -> dict[str, Any]:
         model_latency=LATENCY,
         model_chunk_delay=CHUNK_DELAY,
         nginx_workers="auto",
-        asgi_processes=ASGI,
+        asgi_processes=variant["asgi"],
         # The database bench.harness made and migrated for this run.
         database_url=os.environ["DATABASE_URL"],
         extra_env={"SECRET_KEY": settings.SECRET_KEY, **variant["env"]},
