@@ -25,6 +25,11 @@ arrive in order (a sender on the receivers' event loop always takes the direct p
 when Redis is gone every waiting receiver gets the error. A sender on another event loop of
 the process (``async_to_sync`` in a thread of its own) goes through Redis, as asyncio queues
 may only be used from their own loop.
+
+Selected with HERMES_CHANNEL_LAYER=local-first (not yet the default): one instance used by
+one event loop after another (tests running ``asyncio.run`` repeatedly with Django's cached
+layer) was seen to hang when the later loop shut down, its inbox reader not finishing on
+cancellation.
 """
 
 from __future__ import annotations

@@ -195,10 +195,10 @@ def redis_url(tmp_path_factory) -> Iterator[str]:
 @pytest.fixture
 def redis_channel_layer(redis_url, settings):
     """Route the channel layer through real Redis/Valkey for this test (the layer a
-    deployment with REDIS_URL uses)."""
+    deployment with REDIS_URL uses by default)."""
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
             # Longer than channels_redis' 5 s blocking read (redis-py's default would cut it).
             "CONFIG": {
                 "hosts": [{"address": redis_url, "socket_timeout": 30}],
