@@ -16,8 +16,8 @@ overhead our stack adds), and CPU and memory of every process of the stack.
 The same load runs once per variant of the stack (a fresh stack each, one after the
 other), so the figures of the channel layers and coalescing windows compare within one run:
 by default channels_redis' core layer at the old 100 ms window (before), the same layer at
-30 ms, its pub/sub layer at 30 ms, and the local-first layer (core/channel_layer.py) at the
-default window. BENCH_LOAD_VARIANTS (a JSON list of {"name": …, "env": {…}}, with "asgi":
+30 ms, its pub/sub layer at 30 ms, and the local-first layer (core/channel_layer.py) at
+100 ms. BENCH_LOAD_VARIANTS (a JSON list of {"name": …, "env": {…}}, with "asgi":
 the number of ASGI processes, else BENCH_LOAD_ASGI) replaces them; BENCH_LOAD_ENV (a JSON
 object) is added to every variant's environment.
 
@@ -282,7 +282,10 @@ DEFAULT_VARIANTS = [
         "name": "channels_redis pub/sub layer, 30 ms",
         "env": {"HERMES_CHANNEL_LAYER": "redis-pubsub", "HERMES_STREAM_COALESCE_MS": "30"},
     },
-    {"name": "after: local-first layer, default coalescing", "env": {}},
+    {
+        "name": "after: local-first layer, 100 ms",
+        "env": {"HERMES_CHANNEL_LAYER": "local-first", "HERMES_STREAM_COALESCE_MS": "100"},
+    },
 ]
 
 
