@@ -183,29 +183,15 @@ _channel_layer = declare_str(
 # with TimeoutError (django/channels_redis#422).
 _redis_host = {"address": REDIS_URL, "socket_timeout": 30}
 
-if REDIS_URL and _channel_layer == "redis-pubsub":
-    # Groups are subscriptions of the processes that have members; nothing is queued, so
-    # there is no capacity or expiry to set.
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": CHANNEL_LAYER_BACKENDS[_channel_layer],
-            "CONFIG": {"hosts": [_redis_host], "prefix": _channel_prefix},
-        }
-    }
-elif REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": CHANNEL_LAYER_BACKENDS[_channel_layer],
-            "CONFIG": {
-                "hosts": [_redis_host],
-                "prefix": _channel_prefix,
-                "capacity": _channel_capacity,
-                "expiry": 60,
-                "group_expiry": 86400,
-            },
-        }
-    }
 if REDIS_URL:
+    _layer_config: dict = {"hosts": [_redis_host], "prefix": _channel_prefix}
+    if _channel_layer != "redis-pubsub":
+        # The queued layers; pub/sub queues nothing (groups are subscriptions of the
+        # processes that have members), so it has no capacity or expiry to set.
+        _layer_config.update(capacity=_channel_capacity, expiry=60, group_expiry=86400)
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": CHANNEL_LAYER_BACKENDS[_channel_layer], "CONFIG": _layer_config}
+    }
     CELERY_BROKER_URL = _celery_redis_url(REDIS_URL)
     CELERY_RESULT_BACKEND = _celery_redis_url(REDIS_URL)
 else:
