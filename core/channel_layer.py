@@ -26,10 +26,8 @@ when Redis is gone every waiting receiver gets the error. A sender on another ev
 the process (``async_to_sync`` in a thread of its own) goes through Redis, as asyncio queues
 may only be used from their own loop.
 
-Selected with HERMES_CHANNEL_LAYER=local-first (not yet the default): one instance used by
-one event loop after another (tests running ``asyncio.run`` repeatedly with Django's cached
-layer) was seen to hang when the later loop shut down, its inbox reader not finishing on
-cancellation.
+The default with Redis (HERMES_CHANNEL_LAYER=local-first); `redis` and `redis-pubsub` name
+channels_redis' own layers.
 """
 
 from __future__ import annotations
@@ -42,8 +40,15 @@ from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels_redis.core import RedisChannelLayer
+from channels_redis.utils import create_pool
+from redis import asyncio as aioredis
 
 logger = logging.getLogger(__name__)
+
+#: Messages the inbox reader takes from Redis in one round trip when that many wait.
+INBOX_BATCH = 100
+#: How much longer than its blocking pop a read from Redis may take before it has failed.
+READ_GRACE_S = 5
 
 
 class _InboxFailed:
@@ -114,15 +119,45 @@ class LocalFirstRedisChannelLayer(RedisChannelLayer):
 
     async def _read_inbox(self) -> None:
         """Hand what Redis holds for this process's channels to their queues, until the
-        loop ends; a failure goes to every waiting receiver (the next receive starts over)."""
+        loop ends; a failure goes to every waiting receiver (the next receive starts over).
+
+        The reader has a connection of its own without a socket timeout: with one, redis-py
+        writes through asyncio.wait_for, which on Python 3.11 swallows a cancellation that
+        arrives as the write completes (the reader then blocked its loop's shutdown for
+        good). Its reads are bounded by asyncio.timeout instead, which never does that."""
+        index = self.consistent_hash(self._inbox)
+        client = aioredis.Redis(
+            connection_pool=create_pool({**self.hosts[index], "socket_timeout": None})
+        )
         try:
             while True:
-                target, message = await self.receive_single(self._inbox)
-                for channel in target if isinstance(target, list) else [target]:
-                    self.receive_buffer[channel].put_nowait(message)
+                for target, message in await self._pop_inbox(client):
+                    for channel in target if isinstance(target, list) else [target]:
+                        self.receive_buffer[channel].put_nowait(message)
         except Exception as error:  # noqa: BLE001 - whatever stopped the read, receivers hear it
             for channel in list(self._waiting):
                 self.receive_buffer[channel].put_nowait(_InboxFailed(error))
+        finally:
+            await client.aclose(close_connection_pool=True)
+
+    async def _pop_inbox(self, client: aioredis.Redis) -> list[tuple[Any, dict[str, Any]]]:
+        """The messages waiting for this process (up to INBOX_BATCH in one round trip), or
+        else the first to arrive within the blocking pop's timeout, as (target, message).
+
+        No backup queue as channels_redis keeps for a receiver that may be cancelled: the
+        inbox is this process's alone (its client prefix), so what a reader stopped between
+        the pop and the queues would have been for sockets that are closing with it."""
+        key = self.prefix + self._inbox
+        async with asyncio.timeout(self.brpop_timeout + READ_GRACE_S):
+            popped = await client.zpopmin(key, INBOX_BATCH)
+            if not popped:
+                got = await client.bzpopmin(key, timeout=self.brpop_timeout)
+                popped = [] if got is None else [(got[1], got[2])]
+        unpacked = []
+        for member, _score in popped:
+            message = self.deserialize(member)
+            unpacked.append((message.pop("__asgi_channel__", self._inbox), message))
+        return unpacked
 
     # --- sending -----------------------------------------------------------------------
 

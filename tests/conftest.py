@@ -198,7 +198,7 @@ def redis_channel_layer(redis_url, settings):
     deployment with REDIS_URL uses by default)."""
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
             # Longer than channels_redis' 5 s blocking read (redis-py's default would cut it).
             "CONFIG": {
                 "hosts": [{"address": redis_url, "socket_timeout": 30}],

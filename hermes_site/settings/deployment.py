@@ -172,11 +172,11 @@ CHANNEL_LAYER_BACKENDS = {
 }
 _channel_layer = declare_str(
     "HERMES_CHANNEL_LAYER",
-    "redis",
+    "local-first",
     choices=tuple(CHANNEL_LAYER_BACKENDS),
-    help="How events reach sockets with Redis: redis and redis-pubsub are channels_redis' "
-    "layers as they come; local-first (core/channel_layer.py, not yet the default) delivers "
-    "to this process's own sockets directly and through Redis to the others.",
+    help="How events reach sockets with Redis: local-first (core/channel_layer.py) delivers "
+    "to this process's own sockets directly and through Redis to the others; redis and "
+    "redis-pubsub are channels_redis' layers as they come.",
 )
 # redis-py 8 reads with a 5 s socket timeout by default, which is exactly how long
 # channels_redis blocks in BZPOPMIN waiting for a message: every socket quiet for 5 s died

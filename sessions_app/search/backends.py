@@ -21,7 +21,8 @@ Routing (reference §5, the same on both vendors):
 Ranking cost grows with the number of matches, so very common queries rank only their
 newest matches (SQLite: the newest RANK_WINDOW matches of each index, found on the index
 alone, grown while they hold too few of the owner's; PostgreSQL: a recent slice sized
-from the planner's estimate). Specific queries are ranked in full.
+from an upper bound of the matches built from the planner's estimate of each term, grown
+likewise). Specific queries are ranked in full.
 
 Every statement filters by owner inside the SQL, binds every value, and excludes deleted
 sessions. Nothing raw from the user reaches the SQL text: queries are sanitised and
@@ -32,11 +33,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 from django.db import connection
 
 from ..selectors import escape_like
-from .cjk import split_for_grams
+from .cjk import GramQuery, split_for_grams
 from .hits import (
     MARK_END,
     MARK_START,
@@ -57,10 +59,10 @@ SEARCHABLE_ROLES = ("user", "assistant", "tool")
 RANK_WINDOW = 2000
 #: A window with too few of the owner's matches grows this many times (see _sqlite_match).
 RANK_WINDOW_GROWTH = 8
-#: PostgreSQL: beyond this many estimated matches, rank a recent slice of about
-#: PG_RANK_WINDOW matches (see _pg_words).
-PG_BROAD_MATCHES = 20_000
-PG_RANK_WINDOW = 1000
+#: PostgreSQL: a query with more matches than this (an upper bound from the planner's
+#: estimates) ranks a recent slice expected to hold about PG_RANK_WINDOW (see _pg_ranked).
+PG_FULL_RANK = 4000
+PG_RANK_WINDOW = 2000
 #: Substring scans (LIKE; PostgreSQL's trigram path) stop after this many rows.
 UNRANKED_ROWS = 100
 #: Weight of the exact index's score beside the stemmed one's (both word routes).
@@ -112,6 +114,15 @@ def _prefix_tsquery(term: Term) -> str:
     return " <-> ".join(quoted[:-1] + [quoted[-1] + ":*"])
 
 
+def _pg_term(term: Term, config: str) -> tuple[str, str] | None:
+    """One term as a tsquery expression and its one parameter (None: nothing to match)."""
+    if term.prefix:
+        text = _prefix_tsquery(term)
+        return (f"to_tsquery('{config}', %s)", text) if text else None
+    # Quoted, websearch_to_tsquery reads the term as a phrase and nothing else.
+    return f"websearch_to_tsquery('{config}', %s)", '"' + term.text.replace('"', " ") + '"'
+
+
 def pg_tsquery(query: ParsedQuery, config: str = "simple") -> tuple[str, list[object]]:
     """A SQL expression of type tsquery: OR of AND groups, each term its own safe call.
     `config` is one of the two text search configurations the indexes use."""
@@ -121,17 +132,11 @@ def pg_tsquery(query: ParsedQuery, config: str = "simple") -> tuple[str, list[ob
     for group in query.groups:
         parts = []
         for term in group:
-            if term.prefix:
-                text = _prefix_tsquery(term)
-                if not text:
-                    continue
-                expr = f"to_tsquery('{config}', %s)"
-                params.append(text)
-            else:
-                # Quoted, websearch_to_tsquery reads the term as a phrase and nothing else.
-                expr = f"websearch_to_tsquery('{config}', %s)"
-                params.append('"' + term.text.replace('"', " ") + '"')
-            parts.append(f"!!{expr}" if term.negated else expr)
+            compiled = _pg_term(term, config)
+            if compiled is None:
+                continue
+            parts.append(f"!!{compiled[0]}" if term.negated else compiled[0])
+            params.append(compiled[1])
         if parts:
             groups_sql.append("(" + " && ".join(parts) + ")")
     if not groups_sql:
@@ -231,16 +236,12 @@ _PG_HEADLINE_OPTIONS = (
 
 
 def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
-    """Matches of either tsvector, ranked by the fused ts_rank (see the module docstring).
-    Every match costs a heap visit (for the owner's session and the tsvectors to rank), so
-    for a very common query — the planner's estimate is above PG_BROAD_MATCHES — only a
-    slice of the newest messages expected to hold about PG_RANK_WINDOW matches is ranked;
-    if that slice has too few of the owner's hits, the whole index is ranked after all."""
+    """Matches of either tsvector, ranked by the fused ts_rank (see the module docstring),
+    over a recent slice when the query is common (_pg_ranked)."""
     exact, exact_params = pg_tsquery(query)
     if not exact:
         return []
     stem, stem_params = pg_tsquery(query, "english")
-    qparams = [*exact_params, *stem_params]
     where, params = filter_sql(owner_id, filters)
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp,
@@ -251,39 +252,75 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
         CROSS JOIN (SELECT {exact} AS exact, {stem} AS stem) q
         WHERE (m.search_vector @@ q.exact OR m.stem_vector @@ q.stem) {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - expr holds placeholders only
-    lowest = _pg_window_start("search_vector", exact, exact_params)
-    head = [EXACT_WEIGHT, *qparams, *params]
-    if lowest is not None:
-        rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
-        if len(rows) >= limit:
-            return rows_to_hits(rows)
-    return rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
+    conditions = []
+    for group in query.groups:
+        conditions.append([])
+        for term in group:
+            compiled = [_pg_term(term, "simple"), _pg_term(term, "english")]
+            if term.negated or None in compiled:
+                continue
+            (exact_term, exact_param), (stem_term, stem_param) = compiled
+            conditions[-1].append(
+                (
+                    f"(m.search_vector @@ {exact_term} OR m.stem_vector @@ {stem_term})",
+                    (exact_param, stem_param),
+                )
+            )
+    head = [EXACT_WEIGHT, *exact_params, *stem_params, *params]
+    return rows_to_hits(_pg_ranked(sql, head, limit, _pg_bound(conditions)))
 
 
-def _pg_window_start(column: str, expr: str, qparams: list[object]) -> int | None:
-    """The lowest message id of the recent slice to rank, or None to rank everything.
-    `column`: the tsvector column that `expr` (a tsquery) is matched against."""
+def _pg_bound(groups: list[list[tuple[str, tuple[object, ...]]]]) -> float:
+    """An upper bound of the messages matching `groups`, OR of AND lists of conditions on
+    the message row `m` (SQL, parameters): each group at most its rarest condition, as the
+    planner estimates each alone, the groups summed. The planner's estimate of a whole group
+    multiplies its terms as if they were independent, which the words of one topic are not
+    ("deploy script": 2,115 estimated, 15,802 found among 1,000,000 messages)."""
+    estimates: dict[tuple[str, tuple[object, ...]], float] = {}
+    bound = 0.0
+    for group in groups:
+        if not group:
+            return math.inf
+        for condition in group:
+            if condition not in estimates:
+                estimates[condition] = _pg_estimate(*condition)
+        bound += min(estimates[c] for c in group)
+    return bound
+
+
+def _pg_estimate(condition: str, params: tuple[object, ...]) -> float:
     plan = run_read(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE m.{column} @@ {expr}",  # noqa: S608
-        qparams,
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE {condition}",  # noqa: S608
+        list(params),
     )
     if not plan:
-        return None
+        return math.inf
     document = plan[0][0]
     if isinstance(document, str):
         document = json.loads(document)
-    estimate = float(document[0]["Plan"]["Plan Rows"])
-    if estimate <= PG_BROAD_MATCHES:
-        return None
-    facts = run_read(
-        f"SELECT max(id), (SELECT reltuples FROM pg_class WHERE oid = '{MESSAGE}'::regclass)"  # noqa: S608
-        f" FROM {MESSAGE}",
-        [],
-    )
-    if not facts or facts[0][0] is None or not facts[0][1] or facts[0][1] <= 0:
-        return None
-    newest, total = facts[0]
-    return int(newest - total * PG_RANK_WINDOW / estimate)
+    return float(document[0]["Plan"]["Plan Rows"])
+
+
+def _pg_ranked(sql: str, head: list[object], limit: int, bound: float) -> list[tuple]:
+    """Run a ranking statement (its `{window}` slot, then LIMIT %s) so that its cost stays
+    near PG_RANK_WINDOW ranked matches: every match costs a heap visit and a ts_rank. With
+    at most PG_FULL_RANK matches (`bound`, an upper bound) everything is ranked; else the
+    newest slice of messages expected to hold PG_RANK_WINDOW of them, grown
+    RANK_WINDOW_GROWTH times while it holds fewer than `limit` of the owner's, until it
+    covers every message (the bound overestimates, and the owner's share is unknown)."""
+    if bound > PG_FULL_RANK:
+        ids = run_read(f"SELECT min(id), max(id) FROM {MESSAGE}", [])  # noqa: S608
+        oldest, newest = ids[0] if ids else (None, None)
+        if oldest is not None:
+            span = max(PG_RANK_WINDOW, (newest - oldest) * PG_RANK_WINDOW / bound)
+            while newest - span > oldest:
+                rows = run_read(
+                    sql.format(window="AND m.id >= %s"), [*head, int(newest - span), limit]
+                )
+                if len(rows) >= limit:
+                    return rows
+                span *= RANK_WINDOW_GROWTH
+    return run_read(sql.format(window=""), [*head, limit])
 
 
 def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
@@ -316,7 +353,7 @@ def _cjk(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> lis
         split.query, columns=("m.content",), operator=_like_operator(split.query)
     )
     if postgres:
-        hits = _pg_grams(split.tsquery(), recheck, owner_id, filters, limit)
+        hits = _pg_grams(split, recheck, owner_id, filters, limit)
     else:
         hits = _sqlite_match("messages_fts_cjk", split.fts5(), owner_id, filters, limit, recheck)
     if not split.latin_part:
@@ -337,14 +374,22 @@ def _cjk(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> lis
 
 
 def _pg_grams(
-    tsquery: str,
+    split: GramQuery,
     recheck: tuple[str, list[object]],
     owner_id: int,
     filters: Filters,
     limit: int,
 ) -> list[Hit]:
-    """Matches of `cjk_vector`, ranked by ts_rank; a very common query ranks a recent
-    slice first, as _pg_words does."""
+    """Matches of `cjk_vector`, ranked by ts_rank, over a recent slice when the query is
+    common (_pg_ranked)."""
+    tsquery = split.tsquery()
+    conditions = [
+        [
+            ("m.cjk_vector @@ to_tsquery('simple', %s)", (f"'{token}'" + (":*" if prefix else ""),))
+            for token, prefix, _ in group
+        ]
+        for group in split.pieces
+    ]
     where, params = filter_sql(owner_id, filters)
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.cjk_vector, q.query), m.active
@@ -354,12 +399,7 @@ def _pg_grams(
         WHERE m.cjk_vector @@ q.query AND {recheck[0]} {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - placeholders only
     head = [tsquery, *recheck[1], *params]
-    lowest = _pg_window_start("cjk_vector", "to_tsquery('simple', %s)", [tsquery])
-    if lowest is not None:
-        rows = run_read(sql.format(window="AND m.id >= %s"), [*head, lowest, limit])
-        if len(rows) >= limit:
-            return rows_to_hits(rows)
-    return rows_to_hits(run_read(sql.format(window=""), [*head, limit]))
+    return rows_to_hits(_pg_ranked(sql, head, limit, _pg_bound(conditions)))
 
 
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------

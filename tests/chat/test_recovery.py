@@ -33,7 +33,7 @@ def test_killing_the_channel_layer_mid_answer_sends_an_error_and_keeps_the_text(
     server, url = start_valkey(tmp_path / "v")
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
             "CONFIG": {"hosts": [{"address": url, "socket_timeout": 5}], "prefix": "kill"},
         }
     }

@@ -130,9 +130,9 @@ class Process(LocalFirstRedisChannelLayer):
         super().__init__(*args, **kwargs)
         self.read_from_redis = 0
 
-    async def receive_single(self, channel):
-        got = await super().receive_single(channel)
-        self.read_from_redis += 1
+    async def _pop_inbox(self, client):
+        got = await super()._pop_inbox(client)
+        self.read_from_redis += len(got)
         return got
 
 

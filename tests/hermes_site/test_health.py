@@ -18,7 +18,7 @@ def test_healthz_reports_each_component_as_json():
 def test_healthz_names_the_failing_component_with_503(settings):
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
             # Nothing listens on port 1.
             "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
         }
@@ -35,4 +35,4 @@ def test_healthz_names_the_failing_component_with_503(settings):
 def test_healthz_checks_the_real_redis_layer(redis_channel_layer):
     response = Client().get("/healthz")
     assert response.status_code == 200
-    assert response.json()["components"]["channel_layer"]["detail"] == "RedisChannelLayer"
+    assert response.json()["components"]["channel_layer"]["detail"] == "LocalFirstRedisChannelLayer"

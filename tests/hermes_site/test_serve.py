@@ -101,7 +101,7 @@ def test_serve_runs_everything_and_ctrl_c_stops_it_all(tmp_path):
 
         state = wait_for(healthy, timeout=90, interval=0.5, what="/healthz")
         assert state["status"] == "ok"
-        assert state["components"]["channel_layer"]["detail"] == "RedisChannelLayer"
+        assert state["components"]["channel_layer"]["detail"] == "LocalFirstRedisChannelLayer"
         assert "eager" not in state["components"]["broker"]["detail"]
         wait_for(
             lambda: "ready." in log_text(),

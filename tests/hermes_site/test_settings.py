@@ -76,15 +76,15 @@ def test_secret_key_is_generated_once_into_var_and_kept(tmp_path):
 
 def test_redis_url_selects_redis_for_layer_and_broker(tmp_path):
     values = json.loads(run_settings(tmp_path, REDIS_URL="unix:///tmp/x.sock").stdout)
-    assert values["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert values["layer"] == "core.channel_layer.LocalFirstRedisChannelLayer"
     assert values["broker"] == "redis+socket:///tmp/x.sock"
     # A shared Redis has its deployment's one `make beat`: `make run` adds no second one...
     assert values["beat"] is False
 
 
-def test_the_channel_layer_can_be_the_local_first_or_pubsub_one_and_nothing_else(tmp_path):
+def test_the_channel_layer_can_be_channels_redis_own_ones_and_nothing_else(tmp_path):
     for name, backend in [
-        ("local-first", "core.channel_layer.LocalFirstRedisChannelLayer"),
+        ("redis", "channels_redis.core.RedisChannelLayer"),
         ("redis-pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"),
     ]:
         result = run_settings(

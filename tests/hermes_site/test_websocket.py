@@ -151,7 +151,7 @@ def test_a_socket_opened_while_the_channel_layer_is_down_says_so(owner, settings
 
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "core.channel_layer.LocalFirstRedisChannelLayer",
             "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nobody listens
         }
     }

@@ -393,7 +393,7 @@ def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypat
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_message")
-    monkeypatch.setattr(backends, "PG_BROAD_MATCHES", 1)
+    monkeypatch.setattr(backends, "PG_FULL_RANK", 1)
     monkeypatch.setattr(backends, "PG_RANK_WINDOW", 10)
     newest = Message.objects.filter(session=chat).order_by("-id").values_list("id", flat=True)
     page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=5)
