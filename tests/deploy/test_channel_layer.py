@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -283,3 +284,36 @@ def test_every_waiting_tab_hears_when_redis_goes_away(tmp_path):
         stop()
     assert len(outcomes) == 3
     assert all(isinstance(o, LAYER_ERRORS) for o in outcomes), outcomes
+
+
+def test_one_layer_serves_one_event_loop_after_another_and_each_shuts_down(redis_url):
+    # Django caches one layer per process; tests (and management commands) run one
+    # asyncio.run after another on it. A loop that ended while the inbox reader was sending
+    # a command to Redis used to lose the shutdown's cancellation and wait forever.
+    [here, there] = two_processes(redis_url, "lf-loops")
+
+    async def tab_opens_as_the_loop_ends(steps: int) -> None:
+        # The socket's first receive starts this loop's reader; the loop ends `steps` later.
+        reading = asyncio.ensure_future(here.receive(await here.new_channel()))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        reading.cancel()
+
+    async def a_tab_gets_its_event() -> dict:
+        channel = await here.new_channel()
+        await here.group_add("s.loops", channel)
+        await there.group_send("s.loops", {"type": "client.event", "seq": 1})
+        return await asyncio.wait_for(here.receive(channel), 10)
+
+    finished: list[object] = []
+
+    def loops() -> None:
+        for steps in range(12):
+            finished.append(asyncio.run(tab_opens_as_the_loop_ends(steps)))
+        finished.append(asyncio.run(a_tab_gets_its_event()))
+
+    runner = threading.Thread(target=loops, daemon=True)
+    runner.start()
+    runner.join(60)
+    assert len(finished) == 13, f"loop {len(finished)} did not shut down"
+    assert finished[-1]["seq"] == 1
