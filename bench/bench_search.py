@@ -17,7 +17,10 @@ Figures:
 - p50/p95 per typical query of the retrieval stage (`find_hits`) and of the whole search
   without summaries (`search_conversations`: retrieval + grouping + snippets), side by
   side with a LIKE scan of the same terms over the same rows in the same run;
-- recall@3 on the labelled queries (query → the conversation that must be in the top 3).
+- recall@3 on the labelled queries (query → the conversation that must be in the top 3);
+- for the plain-word queries, the bare word index of the same rows in the same run (one
+  BM25-ranked MATCH, or ts_rank over the 'simple' tsvector: no owner, no stems, no
+  grouping) and the ratios of retrieval and whole search to it.
 
     BENCH_SEARCH_MESSAGES=100000 python -m bench search --vendor sqlite
 """
@@ -213,6 +216,29 @@ def _like_scan(owner_id: int, query: str) -> int:
         return len(cursor.fetchall())
 
 
+def _bare_index_query(query: str) -> int:
+    """The floor for a plain-word query: the word index alone, BM25-ranked (FTS5's rank;
+    ts_rank on PostgreSQL), the same number of rows, no owner, grouping or snippets."""
+    from django.db import connection
+
+    from sessions_app.search.service import DEFAULT_ROWS
+
+    if connection.vendor == "postgresql":
+        sql = """SELECT id, ts_rank(search_vector, q) FROM sessions_app_message,
+                        plainto_tsquery('simple', %s) q
+                 WHERE search_vector @@ q ORDER BY 2 DESC LIMIT %s"""
+    else:
+        sql = """SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH %s
+                 ORDER BY rank LIMIT %s"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [query, DEFAULT_ROWS])
+        return len(cursor.fetchall())
+
+
+def _plain_words(query: str) -> bool:
+    return all(word.isascii() and word.isalpha() and word.islower() for word in query.split())
+
+
 def _no_filters() -> Any:
     from sessions_app.search.sql import Filters
 
@@ -240,6 +266,7 @@ def measure(owner: Any, labels: dict[str, str]) -> dict[str, Any]:
     all_retrieval: list[float] = []
     all_search: list[float] = []
     all_like: list[float] = []
+    plain: list[tuple[str, dict, dict, dict]] = []
     for query in [*TYPICAL, rare]:
         parsed = parse_query(query)
         # The same row count the search itself asks for.
@@ -249,6 +276,9 @@ def measure(owner: Any, labels: dict[str, str]) -> dict[str, Any]:
         )
         search = _time(lambda q=query: search_conversations(owner=owner, query=q, limit=3), REPEAT)
         like = _time(lambda q=query: _like_scan(owner.pk, q), LIKE_REPEAT)
+        if _plain_words(query) and _bare_index_query(query):  # words the index holds
+            bare = _time(lambda q=query: _bare_index_query(q), REPEAT)
+            plain.append((query, percentiles(retrieval), percentiles(search), percentiles(bare)))
         all_retrieval += retrieval
         all_search += search
         all_like += like
@@ -277,7 +307,24 @@ def measure(owner: Any, labels: dict[str, str]) -> dict[str, Any]:
             "route": result.route,
         }
     recall = statistics.fmean(1.0 if f["hit"] else 0.0 for f in found.values()) if found else 0
+    against_bare = {
+        query: {
+            "bare_index": bare,
+            "retrieval_to_bare_p50": round(retrieval["p50_ms"] / bare["p50_ms"], 2),
+            "search_to_bare_p50": round(search["p50_ms"] / bare["p50_ms"], 2),
+            "retrieval_to_bare_p95": round(retrieval["p95_ms"] / bare["p95_ms"], 2),
+        }
+        for query, retrieval, search, bare in plain
+    }
+    for query, ratios in against_bare.items():
+        print(
+            f"  {query!r:28} bare index p50={ratios['bare_index']['p50_ms']:8.2f} ms  "
+            f"retrieval/bare p50 {ratios['retrieval_to_bare_p50']:.2f}  "
+            f"search/bare p50 {ratios['search_to_bare_p50']:.2f}",
+            flush=True,
+        )
     return {
+        "plain_words_against_bare_index": against_bare,
         "queries": per_query,
         "retrieval_overall": percentiles(all_retrieval),
         "search_overall": percentiles(all_search),

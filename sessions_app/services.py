@@ -152,13 +152,12 @@ def turn_begin(
             user_message = parent = _pending_user_message(session)
         else:
             parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
+        added = 0
         if not (regenerate or pending):
             user_message = parent = Message.objects.create(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
-            Session.objects.filter(pk=session.pk).update(
-                message_count=F("message_count") + 1, last_activity_at=now
-            )
+            added += 1
             if lease is not None and not created and _preflight(session, lease):
                 lease = None
         assistant = None
@@ -171,8 +170,10 @@ def turn_begin(
                 timestamp=now,
                 parent=parent,
             )
+            added += 1
+        if added:
             Session.objects.filter(pk=session.pk).update(
-                message_count=F("message_count") + 1, last_activity_at=now
+                message_count=F("message_count") + added, last_activity_at=now
             )
         if regenerate or message_id is not None:
             first = user_message or assistant
@@ -279,7 +280,7 @@ def _pending_user_message(session: Session) -> Message:
 def _preflight(session: Session, lease: Lease) -> bool:
     """A message that takes the conversation past the compression threshold compresses it
     before the model call (Hermes' preflight): the lease goes back to the compression."""
-    if not compression_schedule(session_id=session.pk):
+    if not compression_schedule(session_id=session.pk, session=session):
         return False
     lease.release()
     return True

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Subquery
 from django.utils import timezone
 
 from core.queue import task_send
@@ -42,18 +43,21 @@ def estimate_tokens(messages: list[dict[str, Any]]) -> int:
 
 def estimated_next_prompt(session: Session) -> int:
     """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
-    for anything written after that call."""
-    last = (
+    for anything written after that call (one query: the measured answer and what follows)."""
+    measured = (
         session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
         .order_by("-id")
-        .first()
+        .values("id")[:1]
     )
-    if last is None:
+    rows = list(
+        Message.objects.filter(session_id=session.pk, active=True, id__gte=Subquery(measured))
+        .order_by("id")
+        .values("prompt_tokens", "completion_tokens", "content", "tool_calls")
+    )
+    if not rows:  # no call measured yet
         return estimate_tokens(api_messages(session_id=session.pk, system_prompt=""))
-    newer = Message.objects.filter(session_id=session.pk, active=True, id__gt=last.id).values(
-        "content", "tool_calls"
-    )
-    return last.prompt_tokens + last.completion_tokens + estimate_tokens(list(newer))
+    last, newer = rows[0], rows[1:]
+    return last["prompt_tokens"] + last["completion_tokens"] + estimate_tokens(newer)
 
 
 def needs_compression(session: Session) -> bool:
@@ -64,9 +68,11 @@ def needs_compression(session: Session) -> bool:
     return estimated_next_prompt(session) >= threshold_tokens(session)
 
 
-def compression_schedule(*, session_id: str) -> bool:
-    """After a turn: queue compression when the next prompt would pass the threshold."""
-    session = Session.objects.filter(pk=session_id).first()
+def compression_schedule(*, session_id: str, session: Session | None = None) -> bool:
+    """Queue compression when the next prompt would pass the threshold. `session`: the
+    conversation as already read in this transaction (the turn's preflight)."""
+    if session is None:
+        session = Session.objects.filter(pk=session_id).first()
     if session is None or not needs_compression(session):
         return False
     transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))

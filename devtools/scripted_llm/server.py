@@ -63,6 +63,7 @@ class ScriptedLLM:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
+        self._accepted = 0
         self._handler_threads: set[threading.Thread] = set()
         self._requests: list[JSONDict] = []
         self._bearers: list[str] = []
@@ -129,6 +130,7 @@ class ScriptedLLM:
 
     def _register(self, conn: socket.socket) -> None:
         with self._lock:
+            self._accepted += 1
             self._connections.add(conn)
             self._handler_threads.add(threading.current_thread())
 
@@ -144,6 +146,12 @@ class ScriptedLLM:
         """JSON bodies of all chat requests received so far (a copy), oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def connections(self) -> tuple[int, int]:
+        """(connections accepted so far, connections open now)."""
+        with self._lock:
+            return self._accepted, len(self._connections)
 
     @property
     def bearer_tokens(self) -> list[str]:

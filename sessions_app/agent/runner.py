@@ -266,11 +266,7 @@ async def _prepare(turn: _Turn) -> _Setup:
     fence the recall onto the user's message and choose the tools on offer."""
     session, user = turn.start.session, turn.user
     await _announce(turn)
-    # A chat whose model was deleted or disabled falls back to the default here (with a
-    # "Switched to" marker), before the prompt is frozen for it.
-    model, _notice = await database_sync_to_async(session_model_for_turn)(session)
-    profile = await database_sync_to_async(profile_get)(user=user)
-    memory_on = uses_memory(session, profile)
+    facts = await database_sync_to_async(_turn_facts)(turn)
     manager = memory_providers_for(user)
     await sync_to_async(manager.initialize_all, thread_sensitive=False)(
         session.pk,
@@ -280,18 +276,46 @@ async def _prepare(turn: _Turn) -> _Setup:
         agent_context="primary",
         parent_session_id=session.parent_id or "",
     )
-    prompt = await _frozen_prompt(session, manager)
-    if turn.start.user_message is not None and memory_on:
-        await _recall(turn, manager)
-    tool_names = tool_names_for(session=session, profile=profile)
-    tools = registry.schemas(tool_names) + (manager.tool_schemas() if memory_on else [])
+    prompt = facts.prompt or await _freeze_prompt(session, manager)
+    if facts.user_turns:
+        await _recall(turn, manager, facts.user_turns)
+    tool_names = tool_names_for(session=session, profile=facts.profile)
+    tools = registry.schemas(tool_names) + (manager.tool_schemas() if facts.memory_on else [])
     ctx = ToolContext(
         user=user,
         session_id=session.pk,
         origin="tool",
-        providers=manager if memory_on else None,
+        providers=manager if facts.memory_on else None,
     )
-    return _Setup(manager, model, memory_on, prompt, tools, frozenset(tool_names), ctx)
+    return _Setup(manager, facts.model, facts.memory_on, prompt, tools, frozenset(tool_names), ctx)
+
+
+@dataclass(frozen=True)
+class _TurnFacts:
+    model: llm.ModelChoice
+    profile: Any
+    memory_on: bool
+    #: The frozen system prompt ("" until the first turn freezes it).
+    prompt: str
+    #: The user's messages on the path, when this turn recalls memory for one (else 0).
+    user_turns: int
+
+
+def _turn_facts(turn: _Turn) -> _TurnFacts:
+    """What the turn's setup reads from the database, in one hop to its thread."""
+    session = turn.start.session
+    # A chat whose model was deleted or disabled falls back to the default here (with a
+    # "Switched to" marker), before the prompt is frozen for it.
+    model, _notice = session_model_for_turn(session)
+    profile = profile_get(user=turn.user)
+    memory_on = uses_memory(session, profile)
+    prompt = session.system_prompt.prompt if session.system_prompt_id else ""
+    user_turns = 0
+    if turn.start.user_message is not None and memory_on:
+        user_turns = Message.objects.filter(
+            session_id=turn.session_id, role=Message.Role.USER, active=True
+        ).count()
+    return _TurnFacts(model, profile, memory_on, prompt, user_turns)
 
 
 async def _announce(turn: _Turn) -> None:
@@ -318,28 +342,20 @@ async def _announce(turn: _Turn) -> None:
         )
 
 
-async def _frozen_prompt(session: Any, manager: MemoryProviders) -> str:
-    if session.system_prompt_id:
-        prompt = await database_sync_to_async(lambda: session.system_prompt.prompt)()
-        return prompt
+async def _freeze_prompt(session: Any, manager: MemoryProviders) -> str:
     block = await sync_to_async(manager.system_prompt_block, thread_sensitive=False)()
     return await database_sync_to_async(session_freeze_prompt)(
         session=session, provider_block=block
     )
 
 
-async def _recall(turn: _Turn, manager: MemoryProviders) -> None:
-    """Providers learn which message this turn answers, then their prefetch (time-boxed)
-    is stored as the user message's fenced context.
+async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> None:
+    """Providers learn which message this turn answers (the `user_turns`-th of the path),
+    then their prefetch (time-boxed) is stored as the user message's fenced context.
 
     Precondition: the turn has a user message (not a regeneration) and memory is on."""
     message = turn.start.user_message
     assert message is not None
-    user_turns = await database_sync_to_async(
-        Message.objects.filter(
-            session_id=turn.session_id, role=Message.Role.USER, active=True
-        ).count
-    )()
     await manager.turn_start(
         user_turns, turn.user_text, message_id=message.id, session_id=turn.session_id
     )

@@ -28,6 +28,7 @@ from sessions_app.agent.llm import (
 )
 from sessions_app.agent.llm import client as llm_client
 from sessions_app.agent.llm.cost import estimate_cost
+from tests.conftest import wait_for
 
 API_KEY = "sk-test-very-secret-key-0123456789"
 SYSTEM = {"role": "system", "content": "You are Hermes, a helpful assistant. Be concise."}
@@ -142,6 +143,30 @@ def test_stream_text_deltas_concatenate_to_the_reply(scripted: ScriptedLLM) -> N
     assert request["stream_options"] == {"include_usage": True}
     assert request["temperature"] == 0.3
     assert request["max_tokens"] == 200
+
+
+def test_calls_on_one_event_loop_share_a_connection_closed_with_the_loop(
+    scripted: ScriptedLLM,
+) -> None:
+    async def three_calls() -> list[str]:
+        answers = [(await llm.complete(messages=[USER], kind="chat")).text]
+        for _ in range(2):
+            async for event in llm.stream_chat(messages=[SYSTEM, USER]):
+                if isinstance(event, Completed):
+                    answers.append(event.text)
+        return answers
+
+    scripted.add_rule("capital", reply="Paris.")
+    accepted_before, open_before = scripted.connections  # the server is shared by tests
+    assert asyncio.run(three_calls()) == ["Paris."] * 3
+    # The server's one loop keeps its connection to the model from call to call...
+    assert scripted.connections[0] == accepted_before + 1
+    # ...and closes it with the loop.
+    wait_for(
+        lambda: scripted.connections[1] <= open_before, timeout=10, what="the connection closed"
+    )
+    asyncio.run(three_calls())
+    assert scripted.connections[0] == accepted_before + 2  # a new loop, a new connection
 
 
 def test_stream_usage(scripted: ScriptedLLM) -> None:
