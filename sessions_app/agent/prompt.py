@@ -7,6 +7,7 @@ during the session therefore do not change it — the memory tool reports live u
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -14,10 +15,11 @@ from django.utils import timezone
 
 from accounts.services import profile_get
 
-from ..models import API_SOURCE, Session
+from ..models import API_SOURCE, Message, Session
 from ..services import system_prompt_store
-from ..session_model import session_model_choice
+from ..session_model import session_model_choice, session_model_for_turn
 from .extensions import prompt_sections
+from .llm import ModelChoice
 from .tools import registry
 
 MEMORY_GUIDANCE = (
@@ -109,3 +111,32 @@ def session_freeze_prompt(*, session: Session, provider_block: str) -> str:
     text = build_system_prompt(session=session, provider_block=provider_block)
     system_prompt_store(session=session, text=text)
     return text
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What a turn's setup reads from the database (in one hop to the database thread)."""
+
+    model: ModelChoice
+    profile: Any
+    memory_on: bool
+    #: The frozen system prompt ("" until the first turn freezes it).
+    prompt: str
+    #: The user's messages on the path, when the turn recalls memory for one (else 0).
+    user_turns: int
+
+
+def turn_facts(*, session: Session, user: Any, recalling: bool) -> TurnFacts:
+    """`recalling`: the turn answers a new user message (not a regeneration)."""
+    # A chat whose model was deleted or disabled falls back to the default here (with a
+    # "Switched to" marker), before the prompt is frozen for it.
+    model, _notice = session_model_for_turn(session)
+    profile = profile_get(user=user)
+    memory_on = uses_memory(session, profile)
+    prompt = session.system_prompt.prompt if session.system_prompt_id else ""
+    user_turns = 0
+    if recalling and memory_on:
+        user_turns = Message.objects.filter(
+            session_id=session.pk, role=Message.Role.USER, active=True
+        ).count()
+    return TurnFacts(model, profile, memory_on, prompt, user_turns)

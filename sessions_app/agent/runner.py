@@ -29,7 +29,6 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.language import asaid_to, aspeaking_to
-from accounts.services import profile_get
 from core.exceptions import ServiceError, english, lazy_format
 from core.leases import LeaseLost, lease_heartbeat_async
 from core.logs import request_id_var
@@ -37,14 +36,13 @@ from core.realtime import RealtimeUnavailable, apublish, session_group
 
 from .. import selectors, services
 from ..compression import COMPRESSED_NOTICE
-from ..models import API_SOURCE, Message
-from ..session_model import session_model_for_turn
+from ..models import API_SOURCE
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
 from .extensions import MemoryProviders, after_turn_jobs, memory_providers_for
 from .llm.cost import CallUsage
-from .prompt import session_freeze_prompt, tool_names_for, uses_memory
+from .prompt import session_freeze_prompt, tool_names_for, turn_facts
 from .stream import StreamState, TurnEvents, done_event, stream_call
 from .tools import ToolContext, registry
 
@@ -266,7 +264,9 @@ async def _prepare(turn: _Turn) -> _Setup:
     fence the recall onto the user's message and choose the tools on offer."""
     session, user = turn.start.session, turn.user
     await _announce(turn)
-    facts = await database_sync_to_async(_turn_facts)(turn)
+    facts = await database_sync_to_async(turn_facts)(
+        session=session, user=user, recalling=turn.start.user_message is not None
+    )
     manager = memory_providers_for(user)
     await sync_to_async(manager.initialize_all, thread_sensitive=False)(
         session.pk,
@@ -288,34 +288,6 @@ async def _prepare(turn: _Turn) -> _Setup:
         providers=manager if facts.memory_on else None,
     )
     return _Setup(manager, facts.model, facts.memory_on, prompt, tools, frozenset(tool_names), ctx)
-
-
-@dataclass(frozen=True)
-class _TurnFacts:
-    model: llm.ModelChoice
-    profile: Any
-    memory_on: bool
-    #: The frozen system prompt ("" until the first turn freezes it).
-    prompt: str
-    #: The user's messages on the path, when this turn recalls memory for one (else 0).
-    user_turns: int
-
-
-def _turn_facts(turn: _Turn) -> _TurnFacts:
-    """What the turn's setup reads from the database, in one hop to its thread."""
-    session = turn.start.session
-    # A chat whose model was deleted or disabled falls back to the default here (with a
-    # "Switched to" marker), before the prompt is frozen for it.
-    model, _notice = session_model_for_turn(session)
-    profile = profile_get(user=turn.user)
-    memory_on = uses_memory(session, profile)
-    prompt = session.system_prompt.prompt if session.system_prompt_id else ""
-    user_turns = 0
-    if turn.start.user_message is not None and memory_on:
-        user_turns = Message.objects.filter(
-            session_id=turn.session_id, role=Message.Role.USER, active=True
-        ).count()
-    return _TurnFacts(model, profile, memory_on, prompt, user_turns)
 
 
 async def _announce(turn: _Turn) -> None:

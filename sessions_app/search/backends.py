@@ -31,9 +31,7 @@ rebuilt by `sanitize.parse_query` first.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 
 from django.db import connection
 
@@ -49,7 +47,17 @@ from .hits import (
     tool_calls_text,
 )
 from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk, is_symbol_term
-from .sql import MESSAGE, SESSION, Filters, filter_sql, rows_to_hits, run_read
+from .sql import (
+    MESSAGE,
+    RANK_WINDOW_GROWTH,
+    SESSION,
+    Filters,
+    filter_sql,
+    pg_bound,
+    pg_ranked,
+    rows_to_hits,
+    run_read,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +65,6 @@ SNIPPET_TOKENS = 24
 SEARCHABLE_ROLES = ("user", "assistant", "tool")
 #: Matches ranked per query and index on SQLite (the newest); fewer matches are all ranked.
 RANK_WINDOW = 2000
-#: A window with too few of the owner's matches grows this many times (see _sqlite_match).
-RANK_WINDOW_GROWTH = 8
-#: PostgreSQL: a query with more matches than this (an upper bound from the planner's
-#: estimates) ranks a recent slice expected to hold about PG_RANK_WINDOW (see _pg_ranked).
-PG_FULL_RANK = 4000
-PG_RANK_WINDOW = 2000
 #: Substring scans (LIKE; PostgreSQL's trigram path) stop after this many rows.
 UNRANKED_ROWS = 100
 #: Weight of the exact index's score beside the stemmed one's (both word routes).
@@ -237,7 +239,7 @@ _PG_HEADLINE_OPTIONS = (
 
 def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
     """Matches of either tsvector, ranked by the fused ts_rank (see the module docstring),
-    over a recent slice when the query is common (_pg_ranked)."""
+    over a recent slice when the query is common (sql.pg_ranked)."""
     exact, exact_params = pg_tsquery(query)
     if not exact:
         return []
@@ -267,60 +269,7 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
                 )
             )
     head = [EXACT_WEIGHT, *exact_params, *stem_params, *params]
-    return rows_to_hits(_pg_ranked(sql, head, limit, _pg_bound(conditions)))
-
-
-def _pg_bound(groups: list[list[tuple[str, tuple[object, ...]]]]) -> float:
-    """An upper bound of the messages matching `groups`, OR of AND lists of conditions on
-    the message row `m` (SQL, parameters): each group at most its rarest condition, as the
-    planner estimates each alone, the groups summed. The planner's estimate of a whole group
-    multiplies its terms as if they were independent, which the words of one topic are not
-    ("deploy script": 2,115 estimated, 15,802 found among 1,000,000 messages)."""
-    estimates: dict[tuple[str, tuple[object, ...]], float] = {}
-    bound = 0.0
-    for group in groups:
-        if not group:
-            return math.inf
-        for condition in group:
-            if condition not in estimates:
-                estimates[condition] = _pg_estimate(*condition)
-        bound += min(estimates[c] for c in group)
-    return bound
-
-
-def _pg_estimate(condition: str, params: tuple[object, ...]) -> float:
-    plan = run_read(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE {condition}",  # noqa: S608
-        list(params),
-    )
-    if not plan:
-        return math.inf
-    document = plan[0][0]
-    if isinstance(document, str):
-        document = json.loads(document)
-    return float(document[0]["Plan"]["Plan Rows"])
-
-
-def _pg_ranked(sql: str, head: list[object], limit: int, bound: float) -> list[tuple]:
-    """Run a ranking statement (its `{window}` slot, then LIMIT %s) so that its cost stays
-    near PG_RANK_WINDOW ranked matches: every match costs a heap visit and a ts_rank. With
-    at most PG_FULL_RANK matches (`bound`, an upper bound) everything is ranked; else the
-    newest slice of messages expected to hold PG_RANK_WINDOW of them, grown
-    RANK_WINDOW_GROWTH times while it holds fewer than `limit` of the owner's, until it
-    covers every message (the bound overestimates, and the owner's share is unknown)."""
-    if bound > PG_FULL_RANK:
-        ids = run_read(f"SELECT min(id), max(id) FROM {MESSAGE}", [])  # noqa: S608
-        oldest, newest = ids[0] if ids else (None, None)
-        if oldest is not None:
-            span = max(PG_RANK_WINDOW, (newest - oldest) * PG_RANK_WINDOW / bound)
-            while newest - span > oldest:
-                rows = run_read(
-                    sql.format(window="AND m.id >= %s"), [*head, int(newest - span), limit]
-                )
-                if len(rows) >= limit:
-                    return rows
-                span *= RANK_WINDOW_GROWTH
-    return run_read(sql.format(window=""), [*head, limit])
+    return rows_to_hits(pg_ranked(sql, head, limit, pg_bound(conditions)))
 
 
 def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
@@ -381,7 +330,7 @@ def _pg_grams(
     limit: int,
 ) -> list[Hit]:
     """Matches of `cjk_vector`, ranked by ts_rank, over a recent slice when the query is
-    common (_pg_ranked)."""
+    common (sql.pg_ranked)."""
     tsquery = split.tsquery()
     conditions = [
         [
@@ -399,7 +348,7 @@ def _pg_grams(
         WHERE m.cjk_vector @@ q.query AND {recheck[0]} {where} {{window}}
         ORDER BY 5 DESC, m.id DESC LIMIT %s"""  # noqa: S608 - placeholders only
     head = [tsquery, *recheck[1], *params]
-    return rows_to_hits(_pg_ranked(sql, head, limit, _pg_bound(conditions)))
+    return rows_to_hits(pg_ranked(sql, head, limit, pg_bound(conditions)))
 
 
 # --- substring scans (LIKE, and PostgreSQL's trigram path) --------------------------------

@@ -381,7 +381,7 @@ def test_sqlite_ranks_only_the_newest_matches_of_a_very_common_query(owner, outs
 def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypatch):
     from django.db import connection
 
-    from sessions_app.search import backends
+    from sessions_app.search import sql
 
     if connection.vendor != "postgresql":
         pytest.skip("the recent slice is how PostgreSQL keeps common queries fast")
@@ -393,8 +393,8 @@ def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypat
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_message")
-    monkeypatch.setattr(backends, "PG_FULL_RANK", 1)
-    monkeypatch.setattr(backends, "PG_RANK_WINDOW", 10)
+    monkeypatch.setattr(sql, "PG_FULL_RANK", 1)
+    monkeypatch.setattr(sql, "PG_RANK_WINDOW", 10)
     newest = Message.objects.filter(session=chat).order_by("-id").values_list("id", flat=True)
     page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=5)
     assert len(page.hits) == 5
