@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
@@ -175,12 +175,15 @@ def turn_begin(
             Session.objects.filter(pk=session.pk).update(
                 message_count=F("message_count") + added, last_activity_at=now
             )
+            session.message_count += added
+            session.last_activity_at = now
         if regenerate or message_id is not None:
             first = user_message or assistant
             branches.branch_changed_on_commit(
                 session_id=session.pk, after=first.parent_id or 0, message_id=first.pk
             )
-    session.refresh_from_db()
+    if switch:
+        session.refresh_from_db()  # the model, its settings and the prompt to freeze anew
     switched = session_id if session_id and session_id != session.pk else None
     return TurnStart(session, created, user_message, assistant, lease, switched)
 
@@ -350,40 +353,34 @@ def assistant_finish(
     finish_reason: str = "",
     tool_calls: list[dict[str, Any]] | None = None,
     reasoning: str = "",
-) -> Message:
-    """Close an assistant message and add its model call to the session's counters."""
+) -> None:
+    """Close an assistant message and add its model call to the session's counters: two
+    UPDATEs in one transaction."""
+    fields: dict[str, Any] = {
+        "content": content,
+        "status": status,
+        "finish_reason": finish_reason,
+        "tool_calls": tool_calls or None,
+        "reasoning": reasoning,
+    }
+    counters: dict[str, Any] = {"last_activity_at": timezone.now()}
+    if usage is not None:
+        fields.update(
+            model=usage.model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+            cost_usd=usage.cost_usd,
+            token_count=usage.completion_tokens,
+        )
+        counters.update(session_counters([usage]))
+    if tool_calls:
+        counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
+    message = Message.objects.filter(pk=message_id)
     with transaction.atomic():
-        message = Message.objects.select_for_update().get(pk=message_id)
-        message.content = content
-        message.status = status
-        message.finish_reason = finish_reason
-        message.tool_calls = tool_calls or None
-        message.reasoning = reasoning
-        fields = ["content", "status", "finish_reason", "tool_calls", "reasoning"]
-        counters: dict[str, Any] = {"last_activity_at": timezone.now()}
-        if usage is not None:
-            message.model = usage.model
-            message.prompt_tokens = usage.prompt_tokens
-            message.completion_tokens = usage.completion_tokens
-            message.cached_tokens = usage.cached_tokens
-            message.reasoning_tokens = usage.reasoning_tokens
-            message.cost_usd = usage.cost_usd
-            message.token_count = usage.completion_tokens
-            fields += [
-                "model",
-                "prompt_tokens",
-                "completion_tokens",
-                "cached_tokens",
-                "reasoning_tokens",
-                "cost_usd",
-                "token_count",
-            ]
-            counters.update(session_counters([usage]))
-        if tool_calls:
-            counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
-        message.save(update_fields=fields)
-        Session.objects.filter(pk=message.session_id).update(**counters)
-    return message
+        message.update(**fields)
+        Session.objects.filter(pk=Subquery(message.values("session_id"))).update(**counters)
 
 
 def assistant_continue(*, session_id: str, model: str) -> Message:

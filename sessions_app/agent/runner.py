@@ -40,7 +40,7 @@ from ..models import API_SOURCE
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
-from .extensions import MemoryProviders, after_turn_jobs, memory_providers_for
+from .extensions import AfterTurn, MemoryProviders, after_turn_jobs, memory_providers_for
 from .llm.cost import CallUsage
 from .prompt import session_freeze_prompt, tool_names_for, turn_facts
 from .stream import StreamState, TurnEvents, done_event, stream_call
@@ -490,19 +490,29 @@ async def _after_turn(turn: _Turn, manager: MemoryProviders | None) -> None:
     manager (memory off, temporary chat) nothing learns from the turn: neither the
     providers nor the after-turn jobs (the skill review)."""
     session_id, user_text = turn.session_id, turn.user_text
+    if manager is not None:
+        manager.in_background("sync_turn", user_text, turn.state.text, session_id=session_id)
+        manager.in_background("queue_prefetch", user_text, session_id=session_id)
+    # One trip to the database thread for every check, which every turn of this process
+    # queues on.
+    await database_sync_to_async(_after_turn_checks)(
+        session_id=session_id,
+        tool_iterations=turn.tool_iterations,
+        jobs=after_turn_jobs() if manager is not None else [],
+    )
+
+
+def _after_turn_checks(
+    *, session_id: str, tool_iterations: int, jobs: list[tuple[str, AfterTurn]]
+) -> None:
+    """Queue the compression if the next prompt would pass the threshold, then run the
+    after-turn jobs; a failure of one is logged and does not stop the others."""
     try:
-        await database_sync_to_async(compression_schedule)(session_id=session_id)
+        compression_schedule(session_id=session_id)
     except Exception:
         logger.exception("could not schedule compression for %s", session_id)
-
-    if manager is None:
-        return
-    manager.in_background("sync_turn", user_text, turn.state.text, session_id=session_id)
-    manager.in_background("queue_prefetch", user_text, session_id=session_id)
-    for name, job in after_turn_jobs():
+    for name, job in jobs:
         try:
-            await database_sync_to_async(job)(
-                session_id=session_id, tool_iterations=turn.tool_iterations
-            )
+            job(session_id=session_id, tool_iterations=tool_iterations)
         except Exception:
             logger.exception("after-turn job %s failed for %s", name, session_id)

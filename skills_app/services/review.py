@@ -22,7 +22,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import F, Max, Q
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -111,11 +111,31 @@ def review_prompt(kind: str) -> str:
 # --- triggering -------------------------------------------------------------------------------
 
 
-def _memory_enabled(user: Any) -> bool:
-    from accounts.models import Profile
+def _memory_enabled(session_id: str) -> bool | None:
+    """Whether the conversation's owner keeps memory on (no profile: on); None when the
+    conversation is gone."""
+    row = (
+        Session.objects.filter(pk=session_id)
+        .values_list("pk", "owner__hermes_profile__memory_enabled")
+        .first()
+    )
+    return None if row is None else row[1] is not False
 
-    enabled = Profile.objects.filter(user=user).values_list("memory_enabled", flat=True).first()
-    return enabled is not False
+
+def _counted(session_id: str, *, iterations: int, turns: int) -> SessionSkillState:
+    """Add to the conversation's review counters and return them as they are now."""
+    counters = SessionSkillState.objects.filter(session_id=session_id)
+    change = {
+        "iterations_since_skill_review": F("iterations_since_skill_review") + iterations,
+        "turns_since_memory_review": F("turns_since_memory_review") + turns,
+        "updated_at": timezone.now(),
+    }
+    if not counters.update(**change):
+        # The first count of a conversation whose prompt was frozen without the skills
+        # index (which makes the row): make it, then count.
+        SessionSkillState.objects.get_or_create(session_id=session_id)
+        counters.update(**change)
+    return counters.only("iterations_since_skill_review", "turns_since_memory_review").get()
 
 
 def _review_kind(*, skill_due: bool, memory_due: bool) -> str:
@@ -130,45 +150,66 @@ def review_after_turn(*, session_id: str, tool_iterations: int) -> None:
     call of this function); when iterations since the last skill review >= setting (10) or
     user turns since the last memory review >= setting (10), enqueue the review Celery task
     (on commit) with the right prompt kind (skill / memory / combined) and reset the counters.
+
+    A turn that is not due costs three statements (the owner's memory switch, the counting
+    UPDATE, the counters' read); only a due one takes the row lock.
     """
     if not settings.HERMES_REVIEW_ENABLED:
         return
-    session = Session.objects.select_related("owner").filter(pk=session_id).first()
-    if session is None:
+    memory_enabled = _memory_enabled(session_id)
+    if memory_enabled is None:
         return
     skills_on = registry.get("skill_manage") is not None
-    memory_on = registry.get("memory") is not None and _memory_enabled(session.owner)
+    memory_on = registry.get("memory") is not None and memory_enabled
+    state = _counted(
+        session_id,
+        iterations=max(0, int(tool_iterations)) if skills_on else 0,
+        turns=1 if memory_on else 0,
+    )
+    if any(_due(state, skills_on=skills_on, memory_on=memory_on)):
+        _queue_review(session_id, skills_on=skills_on, memory_on=memory_on)
+
+
+def _due(state: SessionSkillState, *, skills_on: bool, memory_on: bool) -> tuple[bool, bool]:
+    """(skill review due, memory review due) by the counters of `state`."""
+    return (
+        skills_on
+        and state.iterations_since_skill_review >= settings.HERMES_SKILL_REVIEW_ITERATIONS,
+        memory_on and state.turns_since_memory_review >= settings.HERMES_MEMORY_REVIEW_TURNS,
+    )
+
+
+def _queue_review(session_id: str, *, skills_on: bool, memory_on: bool) -> None:
+    """Record the review of the conversation up to its last message and reset the counters
+    that made it due; queued on commit."""
     with transaction.atomic():
-        # The row lock serialises two turns of one session finishing together, so each
-        # increment lands and only one of them enqueues.
-        SessionSkillState.objects.get_or_create(session_id=session_id)
+        # The row lock serialises two turns of one session that both counted past the
+        # threshold: the second sees the counters the first reset, and only one enqueues.
         state = SessionSkillState.objects.select_for_update().get(session_id=session_id)
-        if skills_on:
-            state.iterations_since_skill_review += max(0, int(tool_iterations))
-        if memory_on:
-            state.turns_since_memory_review += 1
-        skill_due = (
-            skills_on
-            and state.iterations_since_skill_review >= settings.HERMES_SKILL_REVIEW_ITERATIONS
-        )
-        memory_due = (
-            memory_on and state.turns_since_memory_review >= settings.HERMES_MEMORY_REVIEW_TURNS
-        )
+        skill_due, memory_due = _due(state, skills_on=skills_on, memory_on=memory_on)
         last_id = Message.objects.filter(session_id=session_id).aggregate(n=Max("id"))["n"]
-        if (skill_due or memory_due) and last_id is not None:
-            run, created = ReviewRun.objects.get_or_create(
-                session_id=session_id,
-                last_message_id=last_id,
-                defaults={"kind": _review_kind(skill_due=skill_due, memory_due=memory_due)},
-            )
-            if created:
-                if skill_due:
-                    state.iterations_since_skill_review = 0
-                if memory_due:
-                    state.turns_since_memory_review = 0
-                transaction.on_commit(lambda: task_send("skills_app.review_session", run.pk))
+        if not (skill_due or memory_due) or last_id is None:
+            return
+        run, created = ReviewRun.objects.get_or_create(
+            session_id=session_id,
+            last_message_id=last_id,
+            defaults={"kind": _review_kind(skill_due=skill_due, memory_due=memory_due)},
+        )
+        if not created:
+            return  # this very turn was already recorded; the counters stay for the next
+        if skill_due:
+            state.iterations_since_skill_review = 0
+        if memory_due:
+            state.turns_since_memory_review = 0
         state.updated_at = timezone.now()
-        state.save()
+        state.save(
+            update_fields=[
+                "iterations_since_skill_review",
+                "turns_since_memory_review",
+                "updated_at",
+            ]
+        )
+        transaction.on_commit(lambda: task_send("skills_app.review_session", run.pk))
 
 
 # --- the reviewer's context -------------------------------------------------------------------
@@ -416,7 +457,7 @@ def _review_holding(lease: Lease) -> str:
         _finish(lease, status=ReviewRun.Status.FAILED, error="No model is configured.")
         return "failed"
     allowed = {name for name in REVIEW_TOOLS if registry.get(name) is not None}
-    if not _memory_enabled(owner):
+    if not _memory_enabled(run.session_id):
         allowed.discard("memory")
     messages = review_messages(session=run.session, kind=run.kind)
     ctx = ToolContext(user=owner, session_id=run.session_id, origin="review")
