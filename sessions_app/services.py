@@ -158,7 +158,7 @@ def turn_begin(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
             added += 1
-            if lease is not None and not created and _preflight(session, lease):
+            if lease is not None and not created and _preflight(session, lease, user_message):
                 lease = None
         assistant = None
         if lease is not None:
@@ -280,10 +280,10 @@ def _pending_user_message(session: Session) -> Message:
     return tip
 
 
-def _preflight(session: Session, lease: Lease) -> bool:
+def _preflight(session: Session, lease: Lease, message: Message) -> bool:
     """A message that takes the conversation past the compression threshold compresses it
     before the model call (Hermes' preflight): the lease goes back to the compression."""
-    if not compression_schedule(session_id=session.pk, session=session):
+    if not compression_schedule(session_id=session.pk, session=session, after=message):
         return False
     lease.release()
     return True

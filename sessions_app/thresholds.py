@@ -41,9 +41,17 @@ def estimate_tokens(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def estimated_next_prompt(session: Session) -> int:
+def estimated_next_prompt(session: Session, *, after: Message | None = None) -> int:
     """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
-    for anything written after that call (one query: the measured answer and what follows)."""
+    for anything written after that call (one query: the measured answer and what follows).
+
+    `after`: the message just written at the tip of the selected path, its parent as read
+    in this transaction; when that parent is the measured answer (a plain next message),
+    no query."""
+    parent = after.parent if after is not None else None
+    if parent is not None and parent.role == Message.Role.ASSISTANT and parent.prompt_tokens > 0:
+        newer = [{"content": after.content, "tool_calls": after.tool_calls}]
+        return parent.prompt_tokens + parent.completion_tokens + estimate_tokens(newer)
     measured = (
         session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
         .order_by("-id")
@@ -60,20 +68,23 @@ def estimated_next_prompt(session: Session) -> int:
     return last["prompt_tokens"] + last["completion_tokens"] + estimate_tokens(newer)
 
 
-def needs_compression(session: Session) -> bool:
+def needs_compression(session: Session, *, after: Message | None = None) -> bool:
     if session.ended_at is not None:
         return False
     if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
         return False
-    return estimated_next_prompt(session) >= threshold_tokens(session)
+    return estimated_next_prompt(session, after=after) >= threshold_tokens(session)
 
 
-def compression_schedule(*, session_id: str, session: Session | None = None) -> bool:
-    """Queue compression when the next prompt would pass the threshold. `session`: the
-    conversation as already read in this transaction (the turn's preflight)."""
+def compression_schedule(
+    *, session_id: str, session: Session | None = None, after: Message | None = None
+) -> bool:
+    """Queue compression when the next prompt would pass the threshold. `session` and
+    `after`: the conversation and the message just written, as already read and written in
+    this transaction (the turn's preflight; see estimated_next_prompt)."""
     if session is None:
         session = Session.objects.filter(pk=session_id).first()
-    if session is None or not needs_compression(session):
+    if session is None or not needs_compression(session, after=after):
         return False
     transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))
     return True

@@ -23,7 +23,8 @@ from typing import Any, Final
 import openai
 from django.conf import settings
 from django.utils.translation import gettext_lazy
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .assembly import ToolCallAccumulator, fallback_call_id, reasoning_of, usage_from
 from .config import ModelChoice, call_entry
@@ -142,6 +143,23 @@ def _request_kwargs(
     return kwargs
 
 
+async def _chat_completion(api: AsyncOpenAI, body: dict[str, Any], *, stream: bool) -> Any:
+    """POST /chat/completions with ``body`` as it is, through the client's generic ``post``:
+    the body is plain JSON already (see _request_kwargs), so the SDK's parameter transform
+    is skipped. That transform walks every message of the prompt on the event loop (~0.15 ms
+    a message here: 9 ms of a 60-message conversation's time to first token). Retries,
+    errors and the stream and response types are the SDK's own."""
+    if stream:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    return await api.post(
+        "/chat/completions",
+        body=body,
+        cast_to=ChatCompletion,
+        stream=stream,
+        stream_cls=AsyncStream[ChatCompletionChunk],
+    )
+
+
 async def stream_chat(
     *,
     messages: Sequence[Message],
@@ -177,9 +195,7 @@ async def stream_chat(
     stream: Any = None
     try:
         try:
-            stream = await api.chat.completions.create(
-                **kwargs, stream=True, stream_options={"include_usage": True}
-            )
+            stream = await _chat_completion(api, kwargs, stream=True)
         except CALL_ERRORS as exc:
             raise map_error(exc, api=api) from exc
 
@@ -252,7 +268,7 @@ async def complete(
     )
     api = client if client is not None else loop_client(entry)
     try:
-        response = await api.chat.completions.create(**kwargs)
+        response = await _chat_completion(api, kwargs, stream=False)
     except CALL_ERRORS as exc:
         raise map_error(exc, api=api) from exc
 
