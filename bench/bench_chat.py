@@ -4,7 +4,8 @@
 Figures: time-to-first-token overhead and per-delta overhead added by our stack (p50/p95)
 with 50 concurrent chats; one person's time-to-first-token overhead over ROUNDS (30)
 interleaved rounds (a turn through the stack in a conversation already under way, then the
-same stream read straight from the model, so both see the same machine at the same moment);
+same request read straight from the model, so both see the same machine at the same moment;
+also against a one-message request, the measure before 2026-12-04);
 deltas lost (must be 0), memory per open socket, and the prefix-cache ratio (cached /
 prompt tokens) of a 30-turn session against a baseline that rebuilds the system prompt
 every turn.
@@ -150,8 +151,9 @@ def _baseline_ratio(server: Any, transcript: list[dict[str, Any]]) -> float:
     )
 
 
-def _start_model(port: int) -> subprocess.Popen[bytes]:
-    """The scripted model in its own process, so its CPU is not charged to our stack."""
+def _start_model(port: int, recorded: Path) -> subprocess.Popen[bytes]:
+    """The scripted model in its own process, so its CPU is not charged to our stack; it
+    writes the body of each request it gets to `recorded`."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -165,6 +167,8 @@ def _start_model(port: int) -> subprocess.Popen[bytes]:
             str(LATENCY),
             "--chunk-delay",
             str(CHUNK_DELAY),
+            "--record-to",
+            str(recorded),
         ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -202,11 +206,25 @@ async def _direct(base_url: str) -> list[dict[str, Any]]:
     return await asyncio.gather(*(one() for _ in range(CHATS)))
 
 
-async def _direct_ttft(client: Any) -> float:
+async def _direct_ttft(client: Any, body: dict[str, Any] | None = None) -> float:
+    """Time to the first token read straight from the model: `body` (a request our stack
+    sent, posted as it is, as our client posts it) or a one-message request."""
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
     sent = time.perf_counter()
-    stream = await client.chat.completions.create(
-        model="scripted", messages=[{"role": "user", "content": "bench turn"}], stream=True
-    )
+    if body is None:
+        stream = await client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "bench turn"}], stream=True
+        )
+    else:
+        stream = await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
     first = None
     async for chunk in stream:
         if first is None and chunk.choices and chunk.choices[0].delta.content:
@@ -214,10 +232,15 @@ async def _direct_ttft(client: Any) -> float:
     return (first or time.perf_counter()) - sent
 
 
-async def _single_user(url: str, cookie: str, model_url: str) -> list[dict[str, float]]:
+async def _single_user(
+    url: str, cookie: str, model_url: str, recorded: Path
+) -> list[dict[str, float]]:
     """One person, one socket, one conversation: a warm-up turn (it creates the conversation
-    and freezes its prompt), then ROUNDS rounds of a turn through the stack and a direct
-    stream, in alternating order so neither always goes first."""
+    and freezes its prompt), then ROUNDS rounds of a turn through the stack and two direct
+    streams, in alternating order so neither always goes first: the request our stack last
+    sent (as the model recorded it; read after our turn, so in a round where the direct
+    streams go first it is the previous turn's, two messages shorter), and a one-message
+    request. The first is the fair floor: a longer prompt takes the model longer to read."""
     import websockets
     from openai import AsyncOpenAI
 
@@ -227,9 +250,10 @@ async def _single_user(url: str, cookie: str, model_url: str) -> list[dict[str, 
         url, additional_headers={"Cookie": cookie, "Origin": _origin(url)}, max_size=2**22
     ) as ws:
         session = None
+        body: dict[str, Any] = {}
 
         async def ours() -> float:
-            nonlocal session
+            nonlocal session, body
             sent = time.perf_counter()
             await ws.send(json.dumps({"type": "chat.send", "session": session, "text": "hi"}))
             first = None
@@ -240,16 +264,19 @@ async def _single_user(url: str, cookie: str, model_url: str) -> list[dict[str, 
                 elif event["type"] == "assistant.delta" and first is None:
                     first = time.perf_counter()
                 elif event["type"] in ("assistant.done", "error"):
+                    body = json.loads(recorded.read_text())
                     return (first or time.perf_counter()) - sent
 
         await ours()
         await _direct_ttft(client)
         for n in range(ROUNDS):
             if n % 2:
-                direct, through = await _direct_ttft(client), await ours()
+                same, one = await _direct_ttft(client, body), await _direct_ttft(client)
+                through = await ours()
             else:
-                through, direct = await ours(), await _direct_ttft(client)
-            rounds.append({"ours": through, "direct": direct})
+                through = await ours()
+                same, one = await _direct_ttft(client, body), await _direct_ttft(client)
+            rounds.append({"ours": through, "same": same, "one": one})
     await client.close()
     return rounds
 
@@ -269,7 +296,8 @@ def run(vendor: str) -> dict[str, Any]:
     cookies = [_cookie(u) for u in users]
 
     model_port = free_port()
-    model = _start_model(model_port)
+    recorded = Path(os.environ["HERMES_VAR_DIR"]) / "bench-chat-request.json"
+    model = _start_model(model_port, recorded)
     model_url = f"http://127.0.0.1:{model_port}/v1"
     env = dict(os.environ)
     env.update(
@@ -285,7 +313,7 @@ def run(vendor: str) -> dict[str, Any]:
         direct = asyncio.run(_direct(model_url))
         idle_kb = _rss_kb(proc.pid)
         per_socket_kb = asyncio.run(_socket_memory(url, cookies, proc.pid, idle_kb))
-        single = asyncio.run(_single_user(url, cookies[0], model_url))
+        single = asyncio.run(_single_user(url, cookies[0], model_url, recorded))
         started = time.perf_counter()
         runs = asyncio.run(_concurrent(url, cookies))
         wall = time.perf_counter() - started
@@ -340,9 +368,13 @@ def run(vendor: str) -> dict[str, Any]:
         "single_user": {
             "rounds": len(single),
             "ttft_ms_through_our_stack": percentiles([r["ours"] * 1000 for r in single]),
-            "ttft_ms_direct_from_model": percentiles([r["direct"] * 1000 for r in single]),
+            "ttft_ms_direct_same_request": percentiles([r["same"] * 1000 for r in single]),
+            "ttft_ms_direct_one_message": percentiles([r["one"] * 1000 for r in single]),
             # Per round, so a slow moment of the machine counts against neither side.
-            "ttft_overhead_ms": percentiles([(r["ours"] - r["direct"]) * 1000 for r in single]),
+            "ttft_overhead_ms": percentiles([(r["ours"] - r["same"]) * 1000 for r in single]),
+            "ttft_overhead_ms_vs_one_message": percentiles(
+                [(r["ours"] - r["one"]) * 1000 for r in single]
+            ),
         },
         "mean_gap_between_events_ms_ours": gap_ours,
         "mean_gap_between_chunks_ms_direct": gap_direct,

@@ -7,6 +7,7 @@ import re
 import signal
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from devtools.scripted_llm.script import (
@@ -102,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log every HTTP request")
     parser.add_argument("--reply", help="answer every request with this text (no demo script)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before first byte")
+    parser.add_argument(
+        "--record-to",
+        type=Path,
+        help="write the body of each chat request to this file (the last one stays)",
+    )
     args = parser.parse_args(argv)
 
     if args.reply is not None:
@@ -113,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.latency:
         llm.set_fault(Fault(latency=args.latency))
     llm.verbose = args.verbose
+    llm.record_to = args.record_to
     llm.start()
     print(
         f"Scripted LLM serving {', '.join(MODEL_IDS)} at {llm.base_url} — press Ctrl+C to stop.",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from devtools.scripted_llm.script import (
@@ -48,6 +50,7 @@ class ScriptedLLM:
         host: str = "127.0.0.1",
         require_api_key: str | None = None,
         verbose: bool = False,
+        record_to: Path | None = None,
     ) -> None:
         self.host = host
         self.default_reply = default_reply
@@ -55,6 +58,9 @@ class ScriptedLLM:
         # When set, requests must carry "Authorization: Bearer <key>" or get a 401.
         self.require_api_key = require_api_key
         self.verbose = verbose
+        # When set, the body of each chat request is written there (the last one stays): a
+        # benchmark in another process replays it straight at the model.
+        self.record_to = record_to
         self.created = int(time.time())
         self._requested_port = port
         # Re-entrant: callable matchers run under it and may inspect the server.
@@ -232,6 +238,10 @@ class ScriptedLLM:
         with self._lock:
             self._requests.append(body)
             self._bearers.append(authorization.removeprefix("Bearer "))
+            if self.record_to is not None:
+                partial = self.record_to.with_name(self.record_to.name + ".partial")
+                partial.write_text(json.dumps(body))
+                partial.replace(self.record_to)
 
     def _plan(self, body: JSONDict) -> _Plan:
         # Picks and consumes script state atomically so concurrent requests never share a "times".

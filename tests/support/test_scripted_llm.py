@@ -443,3 +443,21 @@ def test_concurrent_requests(llm: ScriptedLLM) -> None:
         t.join(10)
     assert not errors
     assert len(llm.requests) == 8
+
+
+def test_record_to_keeps_the_last_chat_request_for_a_replay(tmp_path) -> None:
+    recorded = tmp_path / "request.json"
+    with ScriptedLLM(record_to=recorded) as llm:
+        with openai.OpenAI(base_url=llm.base_url, api_key="test", max_retries=0) as c:
+            c.chat.completions.create(model="scripted", messages=USER)
+            c.chat.completions.create(
+                model="scripted", messages=[*USER, {"role": "user", "content": "Again"}]
+            )
+            body = json.loads(recorded.read_text())
+            assert body["messages"][-1] == {"role": "user", "content": "Again"}
+            # The body as it stands replays to the same answer.
+            replayed = c.post("/chat/completions", body=body, cast_to=httpx.Response)
+            assert replayed.json()["choices"][0]["message"]["content"] == (
+                c.chat.completions.create(**body).choices[0].message.content
+            )
+    assert [p.name for p in tmp_path.iterdir()] == ["request.json"]
