@@ -135,31 +135,51 @@ def turn_begin(
             choice=choice,
         )
         switch = choice is not None and session_entry(session) != choice.ref
-        lease = turn_claim.acquire_for_turn(session_id=session.pk)
+        now = timezone.now()
+        asks = not (regenerate or pending)  # a new user message is written
+        # The counters move in the lease's own UPDATE: the messages this turn writes (the
+        # user's, the answer), taken back below for what is not written after all.
+        added = int(asks) + 1
+        lease = turn_claim.acquire_for_turn(
+            session_id=session.pk,
+            values={"message_count": F("message_count") + added, "last_activity_at": now},
+        )
         compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
         if lease is None and (switch or not plain or not compressing):
             # Only a plain new message is saved to wait for a compression.
             _refuse_busy(session, compressing=compressing)
-        if lease is not None:
-            # An answer still "streaming" in a conversation nobody else holds belongs to a
-            # holder that died: it is closed as interrupted, its text kept.
-            turn_claim.answers_interrupt([session.pk])
+        if lease is None:
+            added = 1
+            Session.objects.filter(pk=session.pk).update(
+                message_count=F("message_count") + added, last_activity_at=now
+            )
+        session.message_count += added
+        session.last_activity_at = now
         if switch:
             session_model_apply(session=session, choice=choice)
-        now = timezone.now()
         user_message = None
         if pending:
             user_message = parent = _pending_user_message(session)
         else:
             parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
-        added = 0
-        if not (regenerate or pending):
+        if lease is not None and (
+            lease.took_over
+            or not plain
+            or (parent is not None and parent.status == Message.Status.STREAMING)
+        ):
+            # An answer still "streaming" in a conversation nobody else holds belongs to a
+            # holder that died: it is closed as interrupted, its text kept. A plain message
+            # that continues a closed answer under a lease that was free has none to close
+            # here (a holder's recovery closes them before it frees the lease; the sweep of
+            # abandoned answers takes any other).
+            turn_claim.answers_interrupt([session.pk])
+        if asks:
             user_message = parent = Message.objects.create(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
-            added += 1
             if lease is not None and not created and _preflight(session, lease, user_message):
                 lease = None
+                session.message_count -= 1
         assistant = None
         if lease is not None:
             assistant = Message.objects.create(
@@ -170,13 +190,6 @@ def turn_begin(
                 timestamp=now,
                 parent=parent,
             )
-            added += 1
-        if added:
-            Session.objects.filter(pk=session.pk).update(
-                message_count=F("message_count") + added, last_activity_at=now
-            )
-            session.message_count += added
-            session.last_activity_at = now
         if regenerate or message_id is not None:
             first = user_message or assistant
             branches.branch_changed_on_commit(
@@ -285,7 +298,7 @@ def _preflight(session: Session, lease: Lease, message: Message) -> bool:
     before the model call (Hermes' preflight): the lease goes back to the compression."""
     if not compression_schedule(session_id=session.pk, session=session, after=message):
         return False
-    lease.release()
+    lease.release(message_count=F("message_count") - 1)  # no answer is written now
     return True
 
 

@@ -25,9 +25,10 @@ TURN = "turn"
 COMPRESS = "compress"
 
 
-def acquire_for_turn(*, session_id: str) -> Lease | None:
-    """Lease the conversation for a chat turn; None while a live turn or compression holds it."""
-    return lease_acquire(Session, session_id, kind=TURN)
+def acquire_for_turn(*, session_id: str, values: dict[str, Any] | None = None) -> Lease | None:
+    """Lease the conversation for a chat turn; None while a live turn or compression holds it.
+    `values` are written to the conversation in the same UPDATE."""
+    return lease_acquire(Session, session_id, kind=TURN, values=values)
 
 
 def acquire_for_compression(*, session_id: str) -> Lease | None:
