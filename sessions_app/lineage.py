@@ -186,14 +186,19 @@ def _load_links(ids: Iterable[str], owner_id: int, cache: dict[str, _Link]) -> N
 def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str, str]:
     """Map each of the owner's session ids to the id of its compression chain's root.
 
-    One query per generation walked, whatever the number of ids. Ids that are not the
-    owner's are left out of the result.
+    One query for the ids, then one per generation walked from those that have a parent.
+    Ids that are not the owner's are left out of the result.
     """
-    cache: dict[str, _Link] = {}
     ids = list(dict.fromkeys(session_ids))
-    _load_links(ids, owner_id, cache)
-    cursor = {sid: sid for sid in ids if sid in cache}
-    active = set(cursor)
+    parent_of = dict(
+        Session.objects.filter(id__in=ids, owner_id=owner_id).values_list("id", "parent_id")
+    )
+    cursor = {sid: sid for sid in ids if sid in parent_of}
+    # A session without a parent is its own root; only the others are walked (a search's
+    # 200 hits name up to 200 sessions, and few of them are continuations).
+    active = {sid for sid in cursor if parent_of[sid] is not None}
+    cache: dict[str, _Link] = {}
+    _load_links(active, owner_id, cache)
     for _ in range(MAX_HOPS):
         parents = {cache[cursor[s]].parent_id for s in active} - {None}
         if not parents:

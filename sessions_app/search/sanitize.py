@@ -234,6 +234,10 @@ class ParsedQuery:
         return contains_cjk(self.fts)
 
     @property
+    def has_prefix(self) -> bool:
+        return any(t.prefix for g in self.groups for t in g)
+
+    @property
     def has_symbols(self) -> bool:
         return any(is_symbol_term(t.text) for g in self.groups for t in g)
 

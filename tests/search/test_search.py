@@ -113,6 +113,26 @@ def test_prefix_phrase_and_not(owner, library):
     assert ids(search(owner, "arborio NOT rice")) == []
 
 
+def test_a_prefix_query_highlights_the_words_it_ran_into(owner, library):
+    deploy, *_ = library
+    (conv,) = search(owner, "permiss*").conversations
+    assert conv.session_id == deploy.id
+    snippet = conv.hits[0].snippet
+    assert [snippet.text[s:e] for s, e in snippet.highlights] == ["permission"]
+
+
+def test_stop_words_are_found_though_the_stemmed_index_drops_them(owner, library):
+    # PostgreSQL's 'english' configuration keeps no stop words: "which" is found on the
+    # exact index, alone, beside another group and inside a phrase.
+    _, cooking, _ = library
+    asked = make_chat(owner, [("user", "Which one would you pick?")], start=120)
+    alone = search(owner, "which")
+    assert (alone.route, ids(alone)) == ("words", [asked.id])
+    assert set(ids(search(owner, "risotto OR which"))) == {cooking.id, asked.id}
+    assert ids(search(owner, '"which one"')) == [asked.id]
+    assert ids(search(owner, "which pick")) == [asked.id]
+
+
 def test_latin_query_with_no_word_hits_retries_on_trigrams(owner, library):
     deploy, *_ = library
     result = search(owner, "ermissio")  # a substring, not a word
