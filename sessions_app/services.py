@@ -35,11 +35,15 @@ from .thresholds import compression_schedule
 from .titles import clean_title, derived_title, unique_title
 
 
-def access_session(*, user: AbstractBaseUser, session_id: Any) -> Session:
-    """The user's session with that id; NotFound for missing and for other users' ids."""
+def access_session(
+    *, user: AbstractBaseUser, session_id: Any, with_prompt: bool = False
+) -> Session:
+    """The user's session with that id; NotFound for missing and for other users' ids.
+    `with_prompt`: its frozen system prompt comes in the same query (a turn sends it)."""
     if not isinstance(session_id, str) or not session_id:
         raise NotFound(gettext_lazy("conversation"))
-    session = Session.objects.filter(pk=session_id, owner=user).first()
+    rows = Session.objects.filter(pk=session_id, owner=user)
+    session = (rows.select_related("system_prompt") if with_prompt else rows).first()
     if session is None:
         raise NotFound(gettext_lazy("conversation"))
     return session
@@ -218,7 +222,7 @@ def _turn_session(
         return session_open(
             user=user, title_from=text or "", choice=choice, temporary=temporary
         ), True
-    session = access_session(user=user, session_id=session_id)
+    session = access_session(user=user, session_id=session_id, with_prompt=True)
     if message_id is not None:
         # An edit or a regeneration names a message of this very part: no redirect to a
         # continuation, the id must be in the session asked for.

@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from accounts.services import profile_get
 
-from ..models import API_SOURCE, Message, Session
+from ..models import API_SOURCE, Session
+from ..selectors import api_messages
 from ..services import system_prompt_store
 from ..session_model import session_model_choice, session_model_for_turn
 from .extensions import prompt_sections
@@ -124,6 +125,9 @@ class TurnFacts:
     prompt: str
     #: The user's messages on the path, when the turn recalls memory for one (else 0).
     user_turns: int
+    #: The conversation as the first model call sends it (api_messages), its system message
+    #: `prompt` as read here.
+    messages: list[dict[str, Any]]
 
 
 def turn_facts(*, session: Session, user: Any, recalling: bool) -> TurnFacts:
@@ -134,9 +138,7 @@ def turn_facts(*, session: Session, user: Any, recalling: bool) -> TurnFacts:
     profile = profile_get(user=user)
     memory_on = uses_memory(session, profile)
     prompt = session.system_prompt.prompt if session.system_prompt_id else ""
-    user_turns = 0
-    if recalling and memory_on:
-        user_turns = Message.objects.filter(
-            session_id=session.pk, role=Message.Role.USER, active=True
-        ).count()
-    return TurnFacts(model, profile, memory_on, prompt, user_turns)
+    messages = api_messages(session_id=session.pk, system_prompt=prompt)
+    # Every user message of the path reaches the model: they are counted there.
+    user_turns = sum(m["role"] == "user" for m in messages) if recalling and memory_on else 0
+    return TurnFacts(model, profile, memory_on, prompt, user_turns, messages)

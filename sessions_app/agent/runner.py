@@ -184,6 +184,8 @@ class _Setup:
     #: The registry tools on offer (provider tools are allowed through `ctx.providers`).
     allowed: frozenset[str]
     ctx: ToolContext
+    #: The first model call's messages, read with the setup's facts (None: read them then).
+    messages: list[dict[str, Any]] | None
 
 
 async def _run_turn(
@@ -277,8 +279,12 @@ async def _prepare(turn: _Turn) -> _Setup:
         parent_session_id=session.parent_id or "",
     )
     prompt = facts.prompt or await _freeze_prompt(session, manager)
-    if facts.user_turns:
-        await _recall(turn, manager, facts.user_turns)
+    messages: list[dict[str, Any]] | None = [
+        {"role": "system", "content": prompt},
+        *facts.messages[1:],
+    ]
+    if facts.user_turns and await _recall(turn, manager, facts.user_turns):
+        messages = None  # the user's message now carries its recall: read it again
     tool_names = tool_names_for(session=session, profile=facts.profile)
     tools = registry.schemas(tool_names) + (manager.tool_schemas() if facts.memory_on else [])
     ctx = ToolContext(
@@ -287,7 +293,9 @@ async def _prepare(turn: _Turn) -> _Setup:
         origin="tool",
         providers=manager if facts.memory_on else None,
     )
-    return _Setup(manager, facts.model, facts.memory_on, prompt, tools, frozenset(tool_names), ctx)
+    return _Setup(
+        manager, facts.model, facts.memory_on, prompt, tools, frozenset(tool_names), ctx, messages
+    )
 
 
 async def _announce(turn: _Turn) -> None:
@@ -321,9 +329,10 @@ async def _freeze_prompt(session: Any, manager: MemoryProviders) -> str:
     )
 
 
-async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> None:
+async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> bool:
     """Providers learn which message this turn answers (the `user_turns`-th of the path),
-    then their prefetch (time-boxed) is stored as the user message's fenced context.
+    then their prefetch (time-boxed) is stored as the user message's fenced context (True
+    when there was any).
 
     Precondition: the turn has a user message (not a regeneration) and memory is on."""
     message = turn.start.user_message
@@ -336,6 +345,7 @@ async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> Non
         await database_sync_to_async(services.user_message_set_context)(
             message_id=message.id, context_block=fence
         )
+    return bool(fence)
 
 
 # --- loop -------------------------------------------------------------------------------------
@@ -343,10 +353,12 @@ async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> Non
 
 async def _loop(turn: _Turn, setup: _Setup) -> bool:
     """Model calls and tool rounds until a final answer (True) or the tool-round limit."""
+    messages = setup.messages
     while True:
-        messages = await database_sync_to_async(selectors.api_messages)(
-            session_id=turn.session_id, system_prompt=setup.prompt
-        )
+        if messages is None:
+            messages = await database_sync_to_async(selectors.api_messages)(
+                session_id=turn.session_id, system_prompt=setup.prompt
+            )
         result = await stream_call(
             messages,
             setup.tools,
@@ -356,6 +368,7 @@ async def _loop(turn: _Turn, setup: _Setup) -> bool:
             lease=turn.start.lease,
         )
         turn.start.lease.check()  # nothing is written once another process holds the turn
+        messages = None  # a next call sends what this one added: read again
         if not result.tool_calls:
             await _finish_message(turn, setup, result)
             await turn.events.emit(done_event(turn.state, result, "complete"))
