@@ -62,6 +62,9 @@ class TurnStart:
     lease: Lease | None
     #: The id the client asked for when the conversation had moved on to a continuation.
     switched_from: str | None = None
+    #: What the runner read for the turn's setup right after the claim, in the same trip to
+    #: the database thread (agent.prompt.TurnFacts); None: not read yet.
+    facts: Any = None
 
     @property
     def token(self) -> str:

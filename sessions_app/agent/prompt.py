@@ -130,11 +130,19 @@ class TurnFacts:
     messages: list[dict[str, Any]]
 
 
-def turn_facts(*, session: Session, user: Any, recalling: bool) -> TurnFacts:
-    """`recalling`: the turn answers a new user message (not a regeneration)."""
-    # A chat whose model was deleted or disabled falls back to the default here (with a
-    # "Switched to" marker), before the prompt is frozen for it.
-    model, _notice = session_model_for_turn(session)
+def turn_facts(
+    *, session: Session, user: Any, recalling: bool, may_switch: bool = True
+) -> TurnFacts | None:
+    """`recalling`: the turn answers a new user message (not a regeneration).
+
+    A chat whose model was deleted or disabled falls back to the default here (with a
+    "Switched to" marker, which tabs hear: call once they listen), before the prompt is
+    frozen for it; without `may_switch` such a chat reads nothing (None)."""
+    model = session_model_choice(session)
+    if model is None:
+        if not may_switch:
+            return None
+        model, _notice = session_model_for_turn(session)
     profile = profile_get(user=user)
     memory_on = uses_memory(session, profile)
     prompt = session.system_prompt.prompt if session.system_prompt_id else ""

@@ -91,7 +91,7 @@ async def begin_turn(
     (calling `on_wait` once), then answer it in the new continuation. After
     HERMES_COMPRESSION_WAIT the message stays saved and the error says so.
     """
-    start = await database_sync_to_async(services.turn_begin)(
+    start = await database_sync_to_async(_claim)(
         user=user,
         session_id=session_id,
         text=text,
@@ -108,7 +108,7 @@ async def begin_turn(
     while True:
         await asyncio.sleep(0.2)
         try:
-            pending = await database_sync_to_async(services.turn_begin)(
+            pending = await database_sync_to_async(_claim)(
                 user=user, session_id=start.session.pk, text=None, pending=True
             )
         except ServiceError as exc:
@@ -126,6 +126,25 @@ async def begin_turn(
             ) from None
         switched = session_id if session_id and session_id != pending.session.pk else None
         return dataclasses.replace(pending, created=start.created, switched_from=switched)
+
+
+def _claim(*, user: Any, **begin: Any) -> services.TurnStart:
+    """`services.turn_begin`, then, with the conversation leased, the setup's reads (one trip
+    to the database thread where there were two; every turn of the process queues there).
+    A chat whose model is gone is switched by the turn itself, once the tab listens."""
+    start = services.turn_begin(user=user, **begin)
+    if start.lease is None:
+        return start
+    try:
+        facts = turn_facts(
+            session=start.session,
+            user=user,
+            recalling=start.user_message is not None,
+            may_switch=False,
+        )
+    except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
+        return start
+    return dataclasses.replace(start, facts=facts)
 
 
 def launch_turn(
@@ -266,7 +285,7 @@ async def _prepare(turn: _Turn) -> _Setup:
     fence the recall onto the user's message and choose the tools on offer."""
     session, user = turn.start.session, turn.user
     await _announce(turn)
-    facts = await database_sync_to_async(turn_facts)(
+    facts = turn.start.facts or await database_sync_to_async(turn_facts)(
         session=session, user=user, recalling=turn.start.user_message is not None
     )
     manager = memory_providers_for(user)
