@@ -373,9 +373,12 @@ def assistant_finish(
     finish_reason: str = "",
     tool_calls: list[dict[str, Any]] | None = None,
     reasoning: str = "",
+    lease: Lease | None = None,
 ) -> None:
     """Close an assistant message and add its model call to the session's counters: two
-    UPDATEs in one transaction."""
+    UPDATEs in one transaction. With `lease` (the turn's, its final answer) the same
+    session UPDATE frees the conversation; a lease lost meanwhile is left to its holder
+    and the counters are written apart."""
     fields: dict[str, Any] = {
         "content": content,
         "status": status,
@@ -400,7 +403,8 @@ def assistant_finish(
     message = Message.objects.filter(pk=message_id)
     with transaction.atomic():
         message.update(**fields)
-        Session.objects.filter(pk=Subquery(message.values("session_id"))).update(**counters)
+        if lease is None or not lease.release(**counters):
+            Session.objects.filter(pk=Subquery(message.values("session_id"))).update(**counters)
 
 
 def assistant_continue(*, session_id: str, model: str) -> Message:

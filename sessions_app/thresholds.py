@@ -26,8 +26,9 @@ def context_length(session: Session) -> int:
     return choice.context_length if choice is not None else env_context_length(session.model)
 
 
-def threshold_tokens(session: Session) -> int:
-    usable = context_length(session) - settings.HERMES_REPLY_MAX_TOKENS
+def threshold_tokens(session: Session, *, window: int | None = None) -> int:
+    """The compression threshold in tokens; `window`: the model's, when the caller knows it."""
+    usable = (window or context_length(session)) - settings.HERMES_REPLY_MAX_TOKENS
     return max(1000, int(usable * settings.HERMES_COMPRESSION_THRESHOLD))
 
 
@@ -68,23 +69,40 @@ def estimated_next_prompt(session: Session, *, after: Message | None = None) -> 
     return last["prompt_tokens"] + last["completion_tokens"] + estimate_tokens(newer)
 
 
-def needs_compression(session: Session, *, after: Message | None = None) -> bool:
+def needs_compression(
+    session: Session,
+    *,
+    after: Message | None = None,
+    next_prompt: int | None = None,
+    window: int | None = None,
+) -> bool:
     if session.ended_at is not None:
         return False
     if session.compression_cooldown_until and session.compression_cooldown_until > timezone.now():
         return False
-    return estimated_next_prompt(session, after=after) >= threshold_tokens(session)
+    if next_prompt is None:
+        next_prompt = estimated_next_prompt(session, after=after)
+    return next_prompt >= threshold_tokens(session, window=window)
 
 
 def compression_schedule(
-    *, session_id: str, session: Session | None = None, after: Message | None = None
+    *,
+    session_id: str,
+    session: Session | None = None,
+    after: Message | None = None,
+    next_prompt: int | None = None,
+    window: int | None = None,
 ) -> bool:
     """Queue compression when the next prompt would pass the threshold. `session` and
     `after`: the conversation and the message just written, as already read and written in
-    this transaction (the turn's preflight; see estimated_next_prompt)."""
+    this transaction (the turn's preflight; see estimated_next_prompt). `next_prompt` and
+    `window`: that prompt's size and the model's window, when the caller knows them (a turn
+    that just saved its answer: no query at all)."""
     if session is None:
         session = Session.objects.filter(pk=session_id).first()
-    if session is None or not needs_compression(session, after=after):
+    if session is None or not needs_compression(
+        session, after=after, next_prompt=next_prompt, window=window
+    ):
         return False
     transaction.on_commit(lambda: task_send("sessions_app.compress_session", session_id))
     return True

@@ -72,7 +72,8 @@ class PromptSection:
     memory: bool = False
 
 
-#: (*, session_id: str, tool_iterations: int) -> None, run in a worker thread.
+#: (*, session_id: str, tool_iterations: int, memory_enabled: bool) -> None, run on the
+#: database thread after a final answer of a turn with memory on (memory_enabled: True).
 AfterTurn = Callable[..., None]
 #: (*, user, session: Session, turns: list) -> context for the inspector's template; it may
 #: annotate the turns (the recalled inferences of each user message).

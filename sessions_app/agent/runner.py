@@ -179,7 +179,11 @@ class _Turn:
     user: Any
     events: TurnEvents
     state: StreamState
+    control: TurnControl
+    heartbeat: asyncio.Task[None] | None = None
     tool_iterations: int = 0
+    #: The answer is saved and the conversation freed (see _close): nothing more to write.
+    closed: bool = False
 
     @property
     def session_id(self) -> str:
@@ -214,11 +218,11 @@ async def _run_turn(
     listener: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     events = TurnEvents(start.session.pk, listener=listener)
-    turn = _Turn(start, user, events, StreamState(start.assistant_message.id))
-    control = TurnControl(turn.session_id, start.token)
+    control = TurnControl(start.session.pk, start.token)
+    turn = _Turn(start, user, events, StreamState(start.assistant_message.id), control)
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
     assert start.lease is not None
-    heartbeat = asyncio.get_running_loop().create_task(
+    heartbeat = turn.heartbeat = asyncio.get_running_loop().create_task(
         lease_heartbeat_async(start.lease, on_beat=lambda: turn.events.alive(turn.state.message_id))
     )
     heartbeat.add_done_callback(stop_when_lost(start.lease, asyncio.current_task()))
@@ -265,7 +269,7 @@ async def _run_turn(
         await _release(turn, control, keep_listening=answered)
     try:
         if answered and setup is not None:
-            await _after_turn(turn, setup.manager if setup.memory_on else None)
+            _after_turn(turn, setup.manager if setup.memory_on else None)
     finally:
         # After the hooks, which must not wait for it (they claim the conversation for
         # compression before a next turn does); meanwhile it ignores stop and sync.
@@ -389,8 +393,7 @@ async def _loop(turn: _Turn, setup: _Setup) -> bool:
         turn.start.lease.check()  # nothing is written once another process holds the turn
         messages = None  # a next call sends what this one added: read again
         if not result.tool_calls:
-            await _finish_message(turn, setup, result)
-            await turn.events.emit(done_event(turn.state, result, "complete"))
+            await _close(turn, setup, result)
             return True
         turn.tool_iterations += 1
         await _run_tools(turn, setup, result)
@@ -474,23 +477,60 @@ async def _finish_message(
 ) -> None:
     """Close the streamed message with the call's usage (and its tool calls, if any)."""
     await database_sync_to_async(services.assistant_finish)(
-        message_id=turn.state.message_id,
-        content=turn.state.text,
-        status="complete",
-        usage=CallUsage.of(
+        **_finished(turn, setup, result, default_reason=default_reason)
+    )
+
+
+def _finished(
+    turn: _Turn, setup: _Setup, result: llm.Completed, *, default_reason: str = "stop"
+) -> dict[str, Any]:
+    """`services.assistant_finish`'s arguments for the message a model call completed."""
+    return {
+        "message_id": turn.state.message_id,
+        "content": turn.state.text,
+        "status": "complete",
+        "usage": CallUsage.of(
             result.model or setup.model.model_id, result.usage, prices=setup.model.prices
         ),
-        finish_reason=result.finish_reason or default_reason,
-        tool_calls=[call.to_message() for call in result.tool_calls] or None,
-        reasoning=result.reasoning,
+        "finish_reason": result.finish_reason or default_reason,
+        "tool_calls": [call.to_message() for call in result.tool_calls] or None,
+        "reasoning": result.reasoning,
+    }
+
+
+async def _close(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
+    """The final answer: one trip to the database thread saves it, frees the conversation
+    in the same transaction and runs the after-turn checks; then the tabs hear
+    `assistant.done` (a tab that sends at once finds the conversation free). The heartbeat
+    and the stop and sync requests stand down first: from here on they are the next turn's.
+    """
+    assert turn.heartbeat is not None and turn.start.lease is not None
+    turn.heartbeat.cancel()
+    turn.control.hand_over()
+    usage = result.usage
+    await database_sync_to_async(_close_answer)(
+        finished=_finished(turn, setup, result),
+        lease=turn.start.lease,
+        session=turn.start.session,
+        # The answer's call measured the conversation so far: the next prompt is its prompt
+        # and this answer (unless the model reported no usage: then it is estimated).
+        next_prompt=usage.prompt_tokens + usage.completion_tokens if usage.prompt_tokens else None,
+        window=setup.model.context_length,
+        tool_iterations=turn.tool_iterations,
+        jobs=after_turn_jobs() if setup.memory_on else [],
     )
+    turn.closed = True
+    await turn.events.emit(done_event(turn.state, result, "complete"))
 
 
 # --- finish -----------------------------------------------------------------------------------
 
 
 async def _close_unfinished(turn: _Turn, *, status: str, reason: str) -> None:
-    """Save what was streamed so far; never lose text the user already saw."""
+    """Save what was streamed so far; never lose text the user already saw. A closed answer
+    (see _close) stays as it was saved."""
+    if turn.closed:
+        return
     state = turn.state
     try:
         await database_sync_to_async(services.assistant_finish)(
@@ -507,44 +547,51 @@ async def _close_unfinished(turn: _Turn, *, status: str, reason: str) -> None:
 
 
 async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -> None:
-    """Free the conversation; the listener stays for the after-turn hooks only if asked."""
+    """Free the conversation (unless the closed answer did); the listener stays for the
+    after-turn hooks only if asked."""
     # Release first, before any other await: the next turn's claim (a tab that sends
     # as soon as it sees assistant.done) queues behind it on the database thread.
     control.hand_over()
     assert turn.start.lease is not None
-    await database_sync_to_async(turn.start.lease.release)()
+    if not turn.closed:
+        await database_sync_to_async(turn.start.lease.release)()
     if not keep_listening:
         await control.stop()
 
 
-async def _after_turn(turn: _Turn, manager: MemoryProviders | None) -> None:
-    """Hooks after a final answer was saved; none of them delays the user. Without a
-    manager (memory off, temporary chat) nothing learns from the turn: neither the
-    providers nor the after-turn jobs (the skill review)."""
-    session_id, user_text = turn.session_id, turn.user_text
+def _after_turn(turn: _Turn, manager: MemoryProviders | None) -> None:
+    """The providers learn the turn in the background, after a final answer was saved; none
+    of them delays the user. Without a manager (memory off, temporary chat) nothing learns
+    from the turn."""
     if manager is not None:
+        session_id, user_text = turn.session_id, turn.user_text
         manager.in_background("sync_turn", user_text, turn.state.text, session_id=session_id)
         manager.in_background("queue_prefetch", user_text, session_id=session_id)
-    # One trip to the database thread for every check, which every turn of this process
-    # queues on.
-    await database_sync_to_async(_after_turn_checks)(
-        session_id=session_id,
-        tool_iterations=turn.tool_iterations,
-        jobs=after_turn_jobs() if manager is not None else [],
-    )
 
 
-def _after_turn_checks(
-    *, session_id: str, tool_iterations: int, jobs: list[tuple[str, AfterTurn]]
+def _close_answer(
+    *,
+    finished: dict[str, Any],
+    lease: Any,
+    session: Any,
+    next_prompt: int | None,
+    window: int,
+    tool_iterations: int,
+    jobs: list[tuple[str, AfterTurn]],
 ) -> None:
-    """Queue the compression if the next prompt would pass the threshold, then run the
-    after-turn jobs; a failure of one is logged and does not stop the others."""
+    """Save the final answer and free the conversation (one transaction), then queue the
+    compression if the next prompt would pass the threshold and run the after-turn jobs
+    (those of a turn with memory on: the skill and memory review); a failure of a check is
+    logged and does not stop the others."""
+    services.assistant_finish(**finished, lease=lease)
     try:
-        compression_schedule(session_id=session_id)
+        compression_schedule(
+            session_id=session.pk, session=session, next_prompt=next_prompt, window=window
+        )
     except Exception:
-        logger.exception("could not schedule compression for %s", session_id)
+        logger.exception("could not schedule compression for %s", session.pk)
     for name, job in jobs:
         try:
-            job(session_id=session_id, tool_iterations=tool_iterations)
+            job(session_id=session.pk, tool_iterations=tool_iterations, memory_enabled=True)
         except Exception:
-            logger.exception("after-turn job %s failed for %s", name, session_id)
+            logger.exception("after-turn job %s failed for %s", name, session.pk)

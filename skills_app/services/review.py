@@ -144,21 +144,27 @@ def _review_kind(*, skill_due: bool, memory_due: bool) -> str:
     return ReviewRun.Kind.MEMORY if memory_due else ReviewRun.Kind.SKILL
 
 
-def review_after_turn(*, session_id: str, tool_iterations: int) -> None:
+def review_after_turn(
+    *, session_id: str, tool_iterations: int, memory_enabled: bool | None = None
+) -> None:
     """Called by the chat turn loop after a final, uninterrupted answer was saved (outside any
     transaction). Counts tool-loop iterations and user turns per session (a user turn = one
     call of this function); when iterations since the last skill review >= setting (10) or
     user turns since the last memory review >= setting (10), enqueue the review Celery task
     (on commit) with the right prompt kind (skill / memory / combined) and reset the counters.
 
-    A turn that is not due costs three statements (the owner's memory switch, the counting
-    UPDATE, the counters' read); only a due one takes the row lock.
+    `memory_enabled`: the owner's memory switch, when the caller read it (the chat turn
+    did); else it is read here (nothing is counted for a conversation that is gone).
+
+    A turn that is not due costs two statements (the counting UPDATE, the counters' read;
+    three when the switch is read here); only a due one takes the row lock.
     """
     if not settings.HERMES_REVIEW_ENABLED:
         return
-    memory_enabled = _memory_enabled(session_id)
     if memory_enabled is None:
-        return
+        memory_enabled = _memory_enabled(session_id)
+        if memory_enabled is None:
+            return
     skills_on = registry.get("skill_manage") is not None
     memory_on = registry.get("memory") is not None and memory_enabled
     state = _counted(
