@@ -120,11 +120,11 @@ def previous_ranking(owner: Any, query: str) -> list[str]:
 
 
 def _pg_exact(parsed: Any, owner_id: int, filters: Any) -> list[Any]:
-    from sessions_app.search import backends
     from sessions_app.search.service import DEFAULT_ROWS
     from sessions_app.search.sql import filter_sql, rows_to_hits, run_read
+    from sessions_app.search.tsquery import pg_tsquery
 
-    expr, qparams = backends.pg_tsquery(parsed)
+    expr, qparams = pg_tsquery(parsed)
     where, params = filter_sql(owner_id, filters)
     statement = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp, ts_rank(m.search_vector, q.query),

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F, Subquery
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
@@ -20,8 +20,6 @@ from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
 
 from . import branches, turn_claim
-from .agent.llm.cost import CallUsage
-from .billing import session_counters
 from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
@@ -354,87 +352,6 @@ def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:
     Session.objects.filter(pk=session.pk).update(system_prompt=prompt)
     session.system_prompt = prompt
     return prompt
-
-
-def user_message_set_context(*, message_id: int, context_block: str) -> None:
-    Message.objects.filter(pk=message_id).update(context_block=context_block)
-
-
-def assistant_save_progress(*, message_id: int, content: str) -> None:
-    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(content=content)
-
-
-def assistant_finish(
-    *,
-    message_id: int,
-    content: str,
-    status: str,
-    usage: CallUsage | None,
-    finish_reason: str = "",
-    tool_calls: list[dict[str, Any]] | None = None,
-    reasoning: str = "",
-    lease: Lease | None = None,
-) -> None:
-    """Close an assistant message and add its model call to the session's counters: two
-    UPDATEs in one transaction. With `lease` (the turn's, its final answer) the same
-    session UPDATE frees the conversation; a lease lost meanwhile is left to its holder
-    and the counters are written apart."""
-    fields: dict[str, Any] = {
-        "content": content,
-        "status": status,
-        "finish_reason": finish_reason,
-        "tool_calls": tool_calls or None,
-        "reasoning": reasoning,
-    }
-    counters: dict[str, Any] = {"last_activity_at": timezone.now()}
-    if usage is not None:
-        fields.update(
-            model=usage.model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-            cost_usd=usage.cost_usd,
-            token_count=usage.completion_tokens,
-        )
-        counters.update(session_counters([usage]))
-    if tool_calls:
-        counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
-    message = Message.objects.filter(pk=message_id)
-    with transaction.atomic():
-        message.update(**fields)
-        if lease is None or not lease.release(**counters):
-            Session.objects.filter(pk=Subquery(message.values("session_id"))).update(**counters)
-
-
-def assistant_continue(*, session_id: str, model: str) -> Message:
-    """A fresh streaming assistant message (of ``model``) after a round of tool calls."""
-    with transaction.atomic():
-        message = Message.objects.create(
-            session_id=session_id,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            model=model,
-            parent=branches.path_tip(session_id=session_id),
-        )
-        Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
-    return message
-
-
-def tool_message_add(
-    *, session_id: str, tool_call_id: str, tool_name: str, content: str
-) -> Message:
-    with transaction.atomic():
-        message = Message.objects.create(
-            session_id=session_id,
-            role=Message.Role.TOOL,
-            tool_call_id=tool_call_id or "missing",
-            tool_name=tool_name,
-            content=content,
-            parent=branches.path_tip(session_id=session_id),
-        )
-        Session.objects.filter(pk=session_id).update(message_count=F("message_count") + 1)
-    return message
 
 
 def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -> list[int]:

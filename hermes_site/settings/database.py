@@ -66,6 +66,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["CONN_MAX_AGE"] = None
     _db["CONN_HEALTH_CHECKS"] = True
 else:
+    # Django's PostgreSQL backend, health-checking only connections that were idle
+    # (core/db/postgresql/base.py).
+    _db["ENGINE"] = "core.db.postgresql"
     _db["TEST"] = {"NAME": f"test{_test_db_suffix}_{_db['NAME']}"}
     _db["CONN_MAX_AGE"] = _pg_conn_max_age
     _db["CONN_HEALTH_CHECKS"] = True

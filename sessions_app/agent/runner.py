@@ -5,10 +5,11 @@ channel group, so any number of tabs (on any process) follow it, and a closed ta
 nothing: the answer finishes and is saved. Stop requests and resync requests reach the
 task through a per-session control group (see control.py), so they work across processes.
 
-One turn is three steps: prepare (announce, memory providers, the frozen prompt, recall,
-the tools on offer), loop (stream a model call; run its tool calls; again, until an answer
-without tool calls or the tool-round limit) and finish (release the conversation claim,
-then the after-turn hooks).
+One turn is three steps: prepare (prepare.py: the claim with the setup's reads, then
+announce, memory providers, the frozen prompt, recall, the tools on offer), loop (stream a
+model call; run its tool calls; again, until an answer without tool calls or the
+tool-round limit) and finish (save the answer and free the conversation in one trip to the
+database thread, with the after-turn checks; the providers learn the turn afterwards).
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -32,19 +31,18 @@ from accounts.language import asaid_to, aspeaking_to
 from core.exceptions import ServiceError, english, lazy_format
 from core.leases import LeaseLost, lease_heartbeat_async
 from core.logs import request_id_var
-from core.realtime import RealtimeUnavailable, apublish, session_group
+from core.realtime import RealtimeUnavailable
 
-from .. import selectors, services
-from ..compression import COMPRESSED_NOTICE
-from ..models import API_SOURCE
+from .. import answers, selectors, services
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
-from .extensions import AfterTurn, MemoryProviders, after_turn_jobs, memory_providers_for
+from .extensions import AfterTurn, MemoryProviders, after_turn_jobs
 from .llm.cost import CallUsage
-from .prompt import session_freeze_prompt, tool_names_for, turn_facts
+from .prepare import prepare, turn_open
 from .stream import StreamState, TurnEvents, done_event, stream_call
-from .tools import ToolContext, registry
+from .tools import registry
+from .turn import Setup, Turn
 
 __all__ = [
     "begin_turn",
@@ -91,7 +89,7 @@ async def begin_turn(
     (calling `on_wait` once), then answer it in the new continuation. After
     HERMES_COMPRESSION_WAIT the message stays saved and the error says so.
     """
-    start = await database_sync_to_async(_claim)(
+    start = await database_sync_to_async(turn_open)(
         user=user,
         session_id=session_id,
         text=text,
@@ -108,7 +106,7 @@ async def begin_turn(
     while True:
         await asyncio.sleep(0.2)
         try:
-            pending = await database_sync_to_async(_claim)(
+            pending = await database_sync_to_async(turn_open)(
                 user=user, session_id=start.session.pk, text=None, pending=True
             )
         except ServiceError as exc:
@@ -126,25 +124,6 @@ async def begin_turn(
             ) from None
         switched = session_id if session_id and session_id != pending.session.pk else None
         return dataclasses.replace(pending, created=start.created, switched_from=switched)
-
-
-def _claim(*, user: Any, **begin: Any) -> services.TurnStart:
-    """`services.turn_begin`, then, with the conversation leased, the setup's reads (one trip
-    to the database thread where there were two; every turn of the process queues there).
-    A chat whose model is gone is switched by the turn itself, once the tab listens."""
-    start = services.turn_begin(user=user, **begin)
-    if start.lease is None:
-        return start
-    try:
-        facts = turn_facts(
-            session=start.session,
-            user=user,
-            recalling=start.user_message is not None,
-            may_switch=False,
-        )
-    except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
-        return start
-    return dataclasses.replace(start, facts=facts)
 
 
 def launch_turn(
@@ -171,46 +150,6 @@ def launch_turn(
     return task
 
 
-@dataclass
-class _Turn:
-    """One running turn: what it answers, where it publishes, the message being streamed."""
-
-    start: services.TurnStart
-    user: Any
-    events: TurnEvents
-    state: StreamState
-    control: TurnControl
-    heartbeat: asyncio.Task[None] | None = None
-    tool_iterations: int = 0
-    #: The answer is saved and the conversation freed (see _close): nothing more to write.
-    closed: bool = False
-
-    @property
-    def session_id(self) -> str:
-        return self.start.session.pk
-
-    @property
-    def user_text(self) -> str:
-        return self.start.user_message.content if self.start.user_message else ""
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """What `_prepare` gathered for the model calls of a turn."""
-
-    manager: MemoryProviders
-    #: The conversation's model (endpoint, key, id, window, prices) for every call of the turn.
-    model: llm.ModelChoice
-    memory_on: bool
-    prompt: str
-    tools: list[dict[str, Any]]
-    #: The registry tools on offer (provider tools are allowed through `ctx.providers`).
-    allowed: frozenset[str]
-    ctx: ToolContext
-    #: The first model call's messages, read with the setup's facts (None: read them then).
-    messages: list[dict[str, Any]] | None
-
-
 async def _run_turn(
     start: services.TurnStart,
     *,
@@ -219,17 +158,17 @@ async def _run_turn(
 ) -> None:
     events = TurnEvents(start.session.pk, listener=listener)
     control = TurnControl(start.session.pk, start.token)
-    turn = _Turn(start, user, events, StreamState(start.assistant_message.id), control)
+    turn = Turn(start, user, events, StreamState(start.assistant_message.id), control)
     control.start(asyncio.current_task(), turn.events, lambda: turn.state)
     assert start.lease is not None
     heartbeat = turn.heartbeat = asyncio.get_running_loop().create_task(
         lease_heartbeat_async(start.lease, on_beat=lambda: turn.events.alive(turn.state.message_id))
     )
     heartbeat.add_done_callback(stop_when_lost(start.lease, asyncio.current_task()))
-    setup: _Setup | None = None
+    setup: Setup | None = None
     answered = False
     try:
-        setup = await _prepare(turn)
+        setup = await prepare(turn)
         answered = await _loop(turn, setup)
     except (asyncio.CancelledError, LeaseLost) as exc:
         # Lost: another process took the conversation over (this one stalled past the
@@ -276,105 +215,15 @@ async def _run_turn(
         await control.stop()
 
 
-def _unfinished(turn: _Turn) -> str:
+def _unfinished(turn: Turn) -> str:
     """A broken-off answer with text is "interrupted" (the text stays), without "failed"."""
     return "interrupted" if turn.state.text else "failed"
-
-
-# --- prepare ----------------------------------------------------------------------------------
-
-
-async def _prepare(turn: _Turn) -> _Setup:
-    """Announce the turn, start the memory providers, load or freeze the system prompt,
-    fence the recall onto the user's message and choose the tools on offer."""
-    session, user = turn.start.session, turn.user
-    await _announce(turn)
-    facts = turn.start.facts or await database_sync_to_async(turn_facts)(
-        session=session, user=user, recalling=turn.start.user_message is not None
-    )
-    manager = memory_providers_for(user)
-    await sync_to_async(manager.initialize_all, thread_sensitive=False)(
-        session.pk,
-        user=user,
-        user_id=user.pk,
-        platform=API_SOURCE if session.source == API_SOURCE else "web",
-        agent_context="primary",
-        parent_session_id=session.parent_id or "",
-    )
-    prompt = facts.prompt or await _freeze_prompt(session, manager)
-    messages: list[dict[str, Any]] | None = [
-        {"role": "system", "content": prompt},
-        *facts.messages[1:],
-    ]
-    if facts.user_turns and await _recall(turn, manager, facts.user_turns):
-        messages = None  # the user's message now carries its recall: read it again
-    tool_names = tool_names_for(session=session, profile=facts.profile)
-    tools = registry.schemas(tool_names) + (manager.tool_schemas() if facts.memory_on else [])
-    ctx = ToolContext(
-        user=user,
-        session_id=session.pk,
-        origin="tool",
-        providers=manager if facts.memory_on else None,
-    )
-    return _Setup(
-        manager, facts.model, facts.memory_on, prompt, tools, frozenset(tool_names), ctx, messages
-    )
-
-
-async def _announce(turn: _Turn) -> None:
-    start = turn.start
-    if start.created:
-        await turn.events.emit(
-            {
-                "type": "session.started",
-                "title": start.session.title,
-                "temporary": start.session.temporary,
-            }
-        )
-    if start.switched_from:
-        # The tab still shows the compressed part; tell it where the chat went on.
-        await apublish(
-            session_group(start.session.pk),
-            {
-                "type": "notice",
-                "session": start.switched_from,
-                "kind": "compressed",
-                "text": await asaid_to(turn.user.pk, COMPRESSED_NOTICE),
-                "new_session": start.session.pk,
-            },
-        )
-
-
-async def _freeze_prompt(session: Any, manager: MemoryProviders) -> str:
-    block = await sync_to_async(manager.system_prompt_block, thread_sensitive=False)()
-    return await database_sync_to_async(session_freeze_prompt)(
-        session=session, provider_block=block
-    )
-
-
-async def _recall(turn: _Turn, manager: MemoryProviders, user_turns: int) -> bool:
-    """Providers learn which message this turn answers (the `user_turns`-th of the path),
-    then their prefetch (time-boxed) is stored as the user message's fenced context (True
-    when there was any).
-
-    Precondition: the turn has a user message (not a regeneration) and memory is on."""
-    message = turn.start.user_message
-    assert message is not None
-    await manager.turn_start(
-        user_turns, turn.user_text, message_id=message.id, session_id=turn.session_id
-    )
-    fence, _sources = await manager.prefetch_context(turn.user_text, session_id=turn.session_id)
-    if fence:
-        await database_sync_to_async(services.user_message_set_context)(
-            message_id=message.id, context_block=fence
-        )
-    return bool(fence)
 
 
 # --- loop -------------------------------------------------------------------------------------
 
 
-async def _loop(turn: _Turn, setup: _Setup) -> bool:
+async def _loop(turn: Turn, setup: Setup) -> bool:
     """Model calls and tool rounds until a final answer (True) or the tool-round limit."""
     messages = setup.messages
     while True:
@@ -403,7 +252,7 @@ async def _loop(turn: _Turn, setup: _Setup) -> bool:
             return False
 
 
-async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
+async def _run_tools(turn: Turn, setup: Setup, result: llm.Completed) -> None:
     """Save the assistant message that asked for the calls, then run each call in order,
     saving its result as a tool message and telling the tabs."""
     events, ctx = turn.events, setup.ctx
@@ -425,7 +274,7 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
         outcome = await database_sync_to_async(registry.dispatch, thread_sensitive=False)(
             ctx, call.name, call.arguments, allowed=setup.allowed
         )
-        message = await database_sync_to_async(services.tool_message_add)(
+        message = await database_sync_to_async(answers.tool_message_add)(
             session_id=turn.session_id,
             tool_call_id=call.id,
             tool_name=call.name,
@@ -449,13 +298,13 @@ async def _run_tools(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
             await events.emit({"type": "notice", "kind": kind, "text": text})
 
 
-async def _stop_after_tools(turn: _Turn) -> None:
+async def _stop_after_tools(turn: Turn) -> None:
     """The tool-round limit: a short note in place of an answer (no model call)."""
     state = turn.state
     note = lazy_format(STOPPED_AFTER_TOOLS, rounds=turn.tool_iterations)
     state.text = english(note)
     await turn.events.emit({"type": "assistant.delta", "text": await asaid_to(turn.user.pk, note)})
-    await database_sync_to_async(services.assistant_finish)(
+    await database_sync_to_async(answers.assistant_finish)(
         message_id=state.message_id,
         content=state.text,
         status="complete",
@@ -465,26 +314,26 @@ async def _stop_after_tools(turn: _Turn) -> None:
     await turn.events.emit(done_event(state, None, "complete"))
 
 
-async def _next_message(turn: _Turn, setup: _Setup) -> int:
-    message = await database_sync_to_async(services.assistant_continue)(
+async def _next_message(turn: Turn, setup: Setup) -> int:
+    message = await database_sync_to_async(answers.assistant_continue)(
         session_id=turn.session_id, model=setup.model.model_id
     )
     return message.id
 
 
 async def _finish_message(
-    turn: _Turn, setup: _Setup, result: llm.Completed, *, default_reason: str = "stop"
+    turn: Turn, setup: Setup, result: llm.Completed, *, default_reason: str = "stop"
 ) -> None:
     """Close the streamed message with the call's usage (and its tool calls, if any)."""
-    await database_sync_to_async(services.assistant_finish)(
+    await database_sync_to_async(answers.assistant_finish)(
         **_finished(turn, setup, result, default_reason=default_reason)
     )
 
 
 def _finished(
-    turn: _Turn, setup: _Setup, result: llm.Completed, *, default_reason: str = "stop"
+    turn: Turn, setup: Setup, result: llm.Completed, *, default_reason: str = "stop"
 ) -> dict[str, Any]:
-    """`services.assistant_finish`'s arguments for the message a model call completed."""
+    """`answers.assistant_finish`'s arguments for the message a model call completed."""
     return {
         "message_id": turn.state.message_id,
         "content": turn.state.text,
@@ -498,7 +347,7 @@ def _finished(
     }
 
 
-async def _close(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
+async def _close(turn: Turn, setup: Setup, result: llm.Completed) -> None:
     """The final answer: one trip to the database thread saves it, frees the conversation
     in the same transaction and runs the after-turn checks; then the tabs hear
     `assistant.done` (a tab that sends at once finds the conversation free). The heartbeat
@@ -526,14 +375,14 @@ async def _close(turn: _Turn, setup: _Setup, result: llm.Completed) -> None:
 # --- finish -----------------------------------------------------------------------------------
 
 
-async def _close_unfinished(turn: _Turn, *, status: str, reason: str) -> None:
+async def _close_unfinished(turn: Turn, *, status: str, reason: str) -> None:
     """Save what was streamed so far; never lose text the user already saw. A closed answer
     (see _close) stays as it was saved."""
     if turn.closed:
         return
     state = turn.state
     try:
-        await database_sync_to_async(services.assistant_finish)(
+        await database_sync_to_async(answers.assistant_finish)(
             message_id=state.message_id,
             content=state.text,
             status=status,
@@ -546,7 +395,7 @@ async def _close_unfinished(turn: _Turn, *, status: str, reason: str) -> None:
         await turn.events.emit(done_event(state, None, status))
 
 
-async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -> None:
+async def _release(turn: Turn, control: TurnControl, *, keep_listening: bool) -> None:
     """Free the conversation (unless the closed answer did); the listener stays for the
     after-turn hooks only if asked."""
     # Release first, before any other await: the next turn's claim (a tab that sends
@@ -559,7 +408,7 @@ async def _release(turn: _Turn, control: TurnControl, *, keep_listening: bool) -
         await control.stop()
 
 
-def _after_turn(turn: _Turn, manager: MemoryProviders | None) -> None:
+def _after_turn(turn: Turn, manager: MemoryProviders | None) -> None:
     """The providers learn the turn in the background, after a final answer was saved; none
     of them delays the user. Without a manager (memory off, temporary chat) nothing learns
     from the turn."""
@@ -583,7 +432,7 @@ def _close_answer(
     compression if the next prompt would pass the threshold and run the after-turn jobs
     (those of a turn with memory on: the skill and memory review); a failure of a check is
     logged and does not stop the others."""
-    services.assistant_finish(**finished, lease=lease)
+    answers.assistant_finish(**finished, lease=lease)
     try:
         compression_schedule(
             session_id=session.pk, session=session, next_prompt=next_prompt, window=window

@@ -17,7 +17,7 @@ from core.leases import Lease
 from core.realtime import apublish, session_group
 from sessions_app.agent.fence import StreamingContextScrubber
 
-from .. import services
+from .. import answers
 from . import llm
 
 
@@ -141,6 +141,6 @@ async def _append(
         await _publish_unsent(events, state)
     if text and time.monotonic() - state.saved_at >= settings.HERMES_STREAM_SAVE_INTERVAL:
         state.saved_at = time.monotonic()
-        await database_sync_to_async(services.assistant_save_progress)(
+        await database_sync_to_async(answers.assistant_save_progress)(
             message_id=state.message_id, content=state.text
         )

@@ -46,7 +46,7 @@ from .hits import (
     substring_snippet,
     tool_calls_text,
 )
-from .sanitize import ParsedQuery, Term, cjk_count, contains_cjk, is_symbol_term
+from .sanitize import ParsedQuery, cjk_count, contains_cjk, is_symbol_term
 from .sql import (
     MESSAGE,
     RANK_WINDOW_GROWTH,
@@ -58,6 +58,7 @@ from .sql import (
     rows_to_hits,
     run_read,
 )
+from .tsquery import pg_stem_or_exact, pg_term, pg_tsquery, stem_covers
 
 logger = logging.getLogger(__name__)
 
@@ -104,46 +105,6 @@ def _like_condition(
             terms_sql.append(("NOT " if term.negated else "") + f"({ors})")
         groups_sql.append("(" + " AND ".join(terms_sql) + ")")
     return "(" + " OR ".join(groups_sql) + ")", params
-
-
-def _prefix_tsquery(term: Term) -> str:
-    """A to_tsquery text for a prefix term built only from letter/digit runs, so it cannot
-    be malformed: 'dep':* or 'chat' <-> 'se':*."""
-    runs = "".join(c if c.isalnum() else " " for c in term.text).split()
-    if not runs:
-        return ""
-    quoted = [f"'{r}'" for r in runs]
-    return " <-> ".join(quoted[:-1] + [quoted[-1] + ":*"])
-
-
-def _pg_term(term: Term, config: str) -> tuple[str, str] | None:
-    """One term as a tsquery expression and its one parameter (None: nothing to match)."""
-    if term.prefix:
-        text = _prefix_tsquery(term)
-        return (f"to_tsquery('{config}', %s)", text) if text else None
-    # Quoted, websearch_to_tsquery reads the term as a phrase and nothing else.
-    return f"websearch_to_tsquery('{config}', %s)", '"' + term.text.replace('"', " ") + '"'
-
-
-def pg_tsquery(query: ParsedQuery, config: str = "simple") -> tuple[str, list[object]]:
-    """A SQL expression of type tsquery: OR of AND groups, each term its own safe call.
-    `config` is one of the two text search configurations the indexes use."""
-    assert config in ("simple", "english")
-    groups_sql = []
-    params: list[object] = []
-    for group in query.groups:
-        parts = []
-        for term in group:
-            compiled = _pg_term(term, config)
-            if compiled is None:
-                continue
-            parts.append(f"!!{compiled[0]}" if term.negated else compiled[0])
-            params.append(compiled[1])
-        if parts:
-            groups_sql.append("(" + " && ".join(parts) + ")")
-    if not groups_sql:
-        return "", []
-    return "(" + " || ".join(groups_sql) + ")", params
 
 
 # --- SQLite ---------------------------------------------------------------------------------
@@ -247,31 +208,6 @@ _PG_HEADLINE_OPTIONS = (
 )
 
 
-def _stem_covers(query: ParsedQuery) -> bool:
-    """True when every exact match of `query` is also a stemmed match: the two indexes
-    tokenize alike and the stemmed one holds the stem of every word the exact one holds,
-    so this holds for words and phrases, but not past a NOT (a stem excludes more) or for a
-    prefix (it can run past a stem: "deploym*" misses the stem "deploy")."""
-    return not any(t.negated or t.prefix for g in query.groups for t in g)
-
-
-def _pg_stem_or_exact(query: ParsedQuery) -> tuple[str, list[object]]:
-    """A condition on `m` that finds every exact and stemmed match of `query` (which the
-    stemmed index covers, see _stem_covers) through the stemmed index alone: one GIN lookup
-    and one tsvector recheck per candidate instead of two. A group of stop words only has
-    no stems ('english' drops them, 'simple' keeps them); it is matched on the exact index,
-    and for every other group the planner folds that branch away (numnode of a constant)."""
-    stem, params = pg_tsquery(query, "english")
-    branches = [f"m.stem_vector @@ {stem}"]
-    for group in query.groups:
-        part = ParsedQuery.of_groups([group])
-        group_stem, group_stem_params = pg_tsquery(part, "english")
-        group_exact, group_exact_params = pg_tsquery(part)
-        branches.append(f"(numnode({group_stem}) = 0 AND m.search_vector @@ {group_exact})")
-        params += [*group_stem_params, *group_exact_params]
-    return "(" + " OR ".join(branches) + ")", params
-
-
 def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
     """Matches of either tsvector, ranked by the fused ts_rank (see the module docstring),
     over a recent slice when the query is common (sql.pg_ranked)."""
@@ -279,9 +215,9 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
     if not exact:
         return []
     stem, stem_params = pg_tsquery(query, "english")
-    covered = _stem_covers(query)
+    covered = stem_covers(query)
     if covered:
-        match, match_params = _pg_stem_or_exact(query)
+        match, match_params = pg_stem_or_exact(query)
     else:
         match, match_params = "(m.search_vector @@ q.exact OR m.stem_vector @@ q.stem)", []
     where, params = filter_sql(owner_id, filters)
@@ -298,11 +234,11 @@ def _pg_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -
     for group in query.groups:
         conditions.append([])
         for term in group:
-            compiled = [_pg_term(term, "simple"), _pg_term(term, "english")]
+            compiled = [pg_term(term, "simple"), pg_term(term, "english")]
             if term.negated or None in compiled:
                 continue
             if covered:
-                term_sql, term_params = _pg_stem_or_exact(ParsedQuery.of_groups([(term,)]))
+                term_sql, term_params = pg_stem_or_exact(ParsedQuery.of_groups([(term,)]))
                 conditions[-1].append((term_sql, tuple(term_params)))
                 continue
             (exact_term, exact_param), (stem_term, stem_param) = compiled

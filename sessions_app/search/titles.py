@@ -13,10 +13,10 @@ from __future__ import annotations
 from django.db import connection
 
 from ..selectors import escape_like
-from .backends import pg_tsquery
 from .hits import Hit, as_datetime
 from .sanitize import ParsedQuery
 from .sql import Filters, run_read
+from .tsquery import pg_tsquery
 
 #: Title matches looked at per query (the best ones).
 TITLE_ROWS = 20

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from core.exceptions import NotFound, ServiceError
-from sessions_app import services
+from sessions_app import answers, services
 from sessions_app.branches import alternatives_of
 from sessions_app.models import Message, Session
 from sessions_app.search.service import search_conversations
@@ -29,7 +29,7 @@ def path(session: Session) -> list[str]:
 
 def answer(start: services.TurnStart, text: str) -> None:
     """Finish the turn as the runner would."""
-    services.assistant_finish(
+    answers.assistant_finish(
         message_id=start.assistant_message.pk, content=text, status="complete", usage=None
     )
     start.lease.release()
