@@ -345,10 +345,10 @@ def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Mes
 
 
 def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:
-    """Freeze `text` as the session's system prompt (deduplicated by sha256)."""
-    prompt, _ = SystemPrompt.objects.get_or_create(
-        hash=SystemPrompt.digest(text), defaults={"prompt": text}
-    )
+    """Freeze `text` as the session's system prompt (deduplicated by sha256: a text stored
+    before is kept as it is, by an INSERT that ignores the conflict)."""
+    prompt = SystemPrompt(hash=SystemPrompt.digest(text), prompt=text)
+    SystemPrompt.objects.bulk_create([prompt], ignore_conflicts=True)
     Session.objects.filter(pk=session.pk).update(system_prompt=prompt)
     session.system_prompt = prompt
     return prompt

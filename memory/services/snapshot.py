@@ -101,12 +101,14 @@ def memory_snapshot_freeze(*, session: Session) -> str:
     or the owner's memory is off). Called once when a session's prompt is built and again
     when compression rebuilds it."""
     snapshot = memory_snapshot(user=session.owner)
+    if not snapshot.entry_ids:  # one INSERT: no transaction of its own
+        SessionMemorySnapshot.objects.create(session=session, rendered=snapshot.text)
+        return snapshot.text
     with transaction.atomic():
         row = SessionMemorySnapshot.objects.create(session=session, rendered=snapshot.text)
-        if snapshot.entry_ids:
-            # Entries deleted since the read simply drop out (the FK would refuse them).
-            live = MemoryEntry.objects.filter(
-                pk__in=snapshot.entry_ids, owner_id=session.owner_id
-            ).values_list("pk", flat=True)
-            row.entries.add(*live)
+        # Entries deleted since the read simply drop out (the FK would refuse them).
+        live = MemoryEntry.objects.filter(
+            pk__in=snapshot.entry_ids, owner_id=session.owner_id
+        ).values_list("pk", flat=True)
+        row.entries.add(*live)
     return snapshot.text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.services import profile_get
@@ -108,9 +109,12 @@ def model_note(session: Session) -> str:
 
 
 def session_freeze_prompt(*, session: Session, provider_block: str) -> str:
-    """Build and store the session's prompt; called once per session (and by compression)."""
-    text = build_system_prompt(session=session, provider_block=provider_block)
-    system_prompt_store(session=session, text=text)
+    """Build and store the session's prompt; called once per session (and by compression).
+    One transaction: the sections' records (which memory entries and skills the prompt
+    shows) and the prompt are stored together or not at all."""
+    with transaction.atomic():
+        text = build_system_prompt(session=session, provider_block=provider_block)
+        system_prompt_store(session=session, text=text)
     return text
 
 

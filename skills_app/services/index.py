@@ -63,13 +63,21 @@ def skills_index_freeze(*, session: Any) -> str:
         included.append(
             {"id": skill.pk, "name": skill.name, "category": skill.category, "team": skill.is_team}
         )
-    SessionSkillState.objects.update_or_create(
-        session_id=session.pk,
-        defaults={
-            "included_skills": included,
-            "index_frozen_at": timezone.now(),
-            "updated_at": timezone.now(),
-        },
+    now = timezone.now()
+    # One upsert: a new conversation's row is made, compression's rebuild updates it (the
+    # review counters stay as they are).
+    SessionSkillState.objects.bulk_create(
+        [
+            SessionSkillState(
+                session_id=session.pk,
+                included_skills=included,
+                index_frozen_at=now,
+                updated_at=now,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["session"],
+        update_fields=["included_skills", "index_frozen_at", "updated_at"],
     )
     if not included:
         return ""

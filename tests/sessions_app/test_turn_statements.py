@@ -1,0 +1,53 @@
+"""What a turn costs the database thread, counted on the real database: every statement is a
+round trip on which a busy process also waits for the interpreter lock, so the counts are
+part of the turn's contract (see docs/capacity.md)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sessions_app.agent.prepare import turn_open
+from sessions_app.agent.prompt import session_freeze_prompt
+from sessions_app.models import Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONTROL = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK")
+
+
+def counted(queries) -> tuple[int, int]:
+    """(statements that do work, transactions begun)."""
+    sqls = [q["sql"].lstrip().upper() for q in queries.captured_queries]
+    work = [s for s in sqls if not s.startswith(CONTROL)]
+    return len(work), sum(s.startswith("BEGIN") for s in sqls)
+
+
+def test_a_new_conversations_prompt_is_frozen_in_one_transaction(owner, scripted):
+    start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
+    assert start.facts is not None  # read with the claim (the profile among them)
+    with CaptureQueriesContext(connection) as queries:
+        session_freeze_prompt(session=start.session, provider_block="")
+    # The profile (prompt and memory switch), the memory entries, the snapshot's record,
+    # the skills, the skills index's record, the prompt and the conversation's link to it.
+    assert counted(queries) == (8, 1)
+    start.lease.release()
+
+
+def test_a_later_turn_is_claimed_and_read_in_eight_statements(owner, scripted):
+    first = turn_open(user=owner, session_id=None, text="Hello")
+    Message.objects.filter(pk=first.assistant_message.pk).update(
+        status="complete", content="Hi.", prompt_tokens=40, completion_tokens=5
+    )
+    first.lease.release()
+    with CaptureQueriesContext(connection) as queries:
+        start = turn_open(user=owner, session_id=first.session.pk, text="Again")
+    # Quota; the conversation with its prompt, its lease, the path's tip, the two new
+    # messages (one transaction); then the profile and the conversation for the model.
+    assert counted(queries) == (8, 1)
+    assert start.facts is not None and start.facts.messages[-1] == {
+        "role": "user",
+        "content": "Again",
+    }
+    start.lease.release()
