@@ -5,6 +5,7 @@ the frozen prompt, the recall fenced onto the user's message and the tools on of
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -50,7 +51,9 @@ async def prepare(turn: Turn) -> Setup:
         session=session, user=user, recalling=turn.start.user_message is not None
     )
     manager = memory_providers_for(user)
-    await sync_to_async(manager.initialize_all, thread_sensitive=False)(
+    await _providers_run(
+        manager,
+        manager.initialize_all,
         session.pk,
         user=user,
         user_id=user.pk,
@@ -78,6 +81,18 @@ async def prepare(turn: Turn) -> Setup:
     )
 
 
+async def _providers_run(
+    manager: MemoryProviders, call: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
+    """A providers' hook: here when only the built-in memory runs (its hooks do nothing
+    costly), else on a worker thread, as an external provider may wait on the network. A
+    thread hop costs a busy process more than the hook: the thread waits for the
+    interpreter lock, and the turn for the thread."""
+    if manager.external is None:
+        return call(*args, **kwargs)
+    return await sync_to_async(call, thread_sensitive=False)(*args, **kwargs)
+
+
 async def _announce(turn: Turn) -> None:
     start = turn.start
     if start.created:
@@ -103,7 +118,7 @@ async def _announce(turn: Turn) -> None:
 
 
 async def _freeze_prompt(session: Any, manager: MemoryProviders) -> str:
-    block = await sync_to_async(manager.system_prompt_block, thread_sensitive=False)()
+    block = await _providers_run(manager, manager.system_prompt_block)
     return await database_sync_to_async(session_freeze_prompt)(
         session=session, provider_block=block
     )
