@@ -1,13 +1,23 @@
-"""Turning the SDK's response objects into our types: streamed tool-call fragments into
-whole :class:`ToolCall` s, provider-specific usage and reasoning fields into ours."""
+"""Turning responses into our types: streamed tool-call fragments into whole
+:class:`ToolCall` s, provider-specific usage and reasoning fields into ours. Each helper
+reads the SDK's response objects and the stream's chunks, which arrive as plain JSON (see
+client.stream_chat), alike."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .types import ToolCall, Usage
+
+
+def part(obj: Any, name: str) -> Any:
+    """Field `name` of a JSON object (a mapping) or of an SDK object (an attribute)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
 
 
 def fallback_call_id() -> str:
@@ -29,8 +39,8 @@ class ToolCallAccumulator:
         self._calls: dict[int, _PartialCall] = {}
 
     def add(self, delta: Any) -> None:
-        index = getattr(delta, "index", None)
-        call_id = getattr(delta, "id", None) or ""
+        index = part(delta, "index")
+        call_id = part(delta, "id") or ""
         if index is None:
             # Not spec-compliant, but seen in the wild: locate the call by id, else the last one.
             index = next((i for i, c in self._calls.items() if call_id and c.id == call_id), None)
@@ -45,13 +55,14 @@ class ToolCallAccumulator:
             current = self._calls[index] = _PartialCall()
         if call_id and not current.id:
             current.id = call_id
-        function = getattr(delta, "function", None)
+        function = part(delta, "function")
         if function is not None:
-            name = getattr(function, "name", None)
+            name = part(function, "name")
             if name and name != current.name:
                 current.name = name if not current.name else current.name + name
-            if function.arguments:
-                current.arguments.append(function.arguments)
+            arguments = part(function, "arguments")
+            if arguments:
+                current.arguments.append(arguments)
 
     def result(self) -> tuple[ToolCall, ...]:
         return tuple(
@@ -65,21 +76,22 @@ class ToolCallAccumulator:
 def reasoning_of(obj: Any) -> str:
     # Outside the OpenAI schema: DeepSeek/vLLM send reasoning_content, OpenRouter/Ollama reasoning.
     for attr in ("reasoning_content", "reasoning"):
-        value = getattr(obj, attr, None)
+        value = part(obj, attr)
         if isinstance(value, str) and value:
             return value
     return ""
 
 
 def usage_from(raw: Any) -> Usage:
-    prompt_details = getattr(raw, "prompt_tokens_details", None)
-    completion_details = getattr(raw, "completion_tokens_details", None)
-    cached = getattr(prompt_details, "cached_tokens", None)
+    prompt_details = part(raw, "prompt_tokens_details")
+    completion_details = part(raw, "completion_tokens_details")
+    cached = part(prompt_details, "cached_tokens") if prompt_details is not None else None
     if cached is None:
-        cached = getattr(raw, "prompt_cache_hit_tokens", None)  # DeepSeek's spelling
+        cached = part(raw, "prompt_cache_hit_tokens")  # DeepSeek's spelling
+    reasoning = part(completion_details, "reasoning_tokens") if completion_details else None
     return Usage(
-        prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
+        prompt_tokens=int(part(raw, "prompt_tokens") or 0),
+        completion_tokens=int(part(raw, "completion_tokens") or 0),
         cached_tokens=int(cached or 0),
-        reasoning_tokens=int(getattr(completion_details, "reasoning_tokens", 0) or 0),
+        reasoning_tokens=int(reasoning or 0),
     )
