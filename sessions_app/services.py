@@ -247,17 +247,20 @@ def session_open(
     model). `history` — (role, text) pairs, role "user" or "assistant" — is written first
     as one path: what an API client brought from elsewhere, answered by the next turn."""
     choice = choice or default_choice()
+    fields = {
+        "owner": user,
+        "title": unique_title(user=user, base=derived_title(title_from)),
+        "title_source": Session.TitleSource.DERIVED,
+        "model": choice.model_id,
+        "model_config": model_config_for(choice),
+        "temporary": temporary,
+        "source": source,
+        "message_count": len(history),
+    }
+    if not history:
+        return Session.objects.create(**fields)  # one INSERT (a chat's first message)
     with transaction.atomic():
-        session = Session.objects.create(
-            owner=user,
-            title=unique_title(user=user, base=derived_title(title_from)),
-            title_source=Session.TitleSource.DERIVED,
-            model=choice.model_id,
-            model_config=model_config_for(choice),
-            temporary=temporary,
-            source=source,
-            message_count=len(history),
-        )
+        session = Session.objects.create(**fields)
         for role, text in history:
             answer = role == Message.Role.ASSISTANT
             Message.objects.create(
