@@ -18,14 +18,16 @@ class MemoryConfig(AppConfig):
         from sessions_app.agent.tools import registry
 
         from .inspector import memory_inspector_context
-        from .providers import MemoryManager
+        from .providers import MemoryManager, active_provider_name
         from .services import memory_snapshot_freeze
         from .tools import TOOLS
 
         registry.register(*TOOLS)
         # What a conversation asks of memory: the providers of each turn, the MEMORY/USER
         # snapshot of a new frozen prompt, the inspector's memory parts.
-        memory_providers_register(MemoryManager.for_user)
+        memory_providers_register(
+            MemoryManager.for_user, external=lambda: bool(active_provider_name())
+        )
         prompt_section_register(
             PromptSection("memory_snapshot", 10, memory_snapshot_freeze, memory=True)
         )

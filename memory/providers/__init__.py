@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from .base import MemoryProvider
-from .manager import MemoryManager
+from .manager import MemoryManager, active_provider_name
 
-__all__ = ["MemoryManager", "MemoryProvider"]
+__all__ = ["MemoryManager", "MemoryProvider", "active_provider_name"]

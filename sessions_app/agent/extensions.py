@@ -80,13 +80,27 @@ AfterTurn = Callable[..., None]
 InspectorSection = Callable[..., dict[str, Any]]
 
 _providers: list[Callable[[AbstractBaseUser], MemoryProviders]] = []
+_external: list[Callable[[], bool]] = []
 _prompt_sections: dict[str, PromptSection] = {}
 _after_turn: dict[str, AfterTurn] = {}
 _inspector_sections: dict[str, InspectorSection] = {}
 
 
-def memory_providers_register(factory: Callable[[AbstractBaseUser], MemoryProviders]) -> None:
+def memory_providers_register(
+    factory: Callable[[AbstractBaseUser], MemoryProviders],
+    *,
+    external: Callable[[], bool] = lambda: True,
+) -> None:
+    """`factory` makes a person's providers for a turn; `external` says, without making
+    them, whether the deployment runs an external provider (one that may add to a new
+    prompt and must be started first). Unknown: assume it does."""
     _providers[:] = [factory]
+    _external[:] = [external]
+
+
+def memory_providers_external() -> bool:
+    """Whether a turn's providers include an external one (see memory_providers_register)."""
+    return not _external or _external[0]()
 
 
 def memory_providers_for(user: AbstractBaseUser) -> MemoryProviders:

@@ -17,7 +17,7 @@ from core.realtime import apublish, session_group
 from .. import answers, services
 from ..compression import COMPRESSED_NOTICE
 from ..models import API_SOURCE
-from .extensions import MemoryProviders, memory_providers_for
+from .extensions import MemoryProviders, memory_providers_external, memory_providers_for
 from .prompt import session_freeze_prompt, tool_names_for, turn_facts
 from .tools import ToolContext, registry
 from .turn import Setup, Turn
@@ -37,6 +37,11 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
             recalling=start.user_message is not None,
             may_switch=False,
         )
+        if facts is not None and not facts.prompt and not memory_providers_external():
+            # A new conversation with only the built-in memory: nothing a provider says
+            # goes into its prompt, which is frozen here rather than in a trip of its own.
+            prompt = session_freeze_prompt(session=start.session, provider_block="")
+            facts = dataclasses.replace(facts, prompt=prompt)
     except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
         return start
     return dataclasses.replace(start, facts=facts)

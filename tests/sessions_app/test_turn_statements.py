@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.services import profile_get
 from sessions_app.agent.prepare import turn_open
 from sessions_app.agent.prompt import session_freeze_prompt
 from sessions_app.models import Message
@@ -26,12 +27,21 @@ def counted(queries) -> tuple[int, int]:
 
 def test_a_new_conversations_prompt_is_frozen_in_one_transaction(owner, scripted):
     start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
-    assert start.facts is not None  # read with the claim (the profile among them)
     with CaptureQueriesContext(connection) as queries:
         session_freeze_prompt(session=start.session, provider_block="")
     # The profile (prompt and memory switch), the memory entries, the snapshot's record,
     # the skills, the skills index's record, the prompt and the conversation's link to it.
     assert counted(queries) == (8, 1)
+    start.lease.release()
+
+
+def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, scripted):
+    profile_get(user=owner)  # made when the person signed up
+    with CaptureQueriesContext(connection) as queries:
+        start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
+    assert start.facts.prompt and start.facts.prompt == start.session.system_prompt.prompt
+    # The claim (one transaction), the setup's two reads, the freeze (one transaction).
+    assert counted(queries) == (8 + 2 + 8, 2)
     start.lease.release()
 
 
