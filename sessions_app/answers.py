@@ -36,11 +36,13 @@ def assistant_finish(
     tool_calls: list[dict[str, Any]] | None = None,
     reasoning: str = "",
     lease: Lease | None = None,
+    streaming_only: bool = False,
 ) -> None:
     """Close an assistant message and add its model call to the session's counters: two
     UPDATEs in one transaction. With `lease` (the turn's, its final answer) the same
     session UPDATE frees the conversation; a lease lost meanwhile is left to its holder
-    and the counters are written apart."""
+    and the counters are written apart. With `streaming_only` an answer that is no longer
+    streaming (closed already) is left as it was saved."""
     fields: dict[str, Any] = {
         "content": content,
         "status": status,
@@ -64,7 +66,9 @@ def assistant_finish(
         counters["tool_call_count"] = F("tool_call_count") + len(tool_calls)
     message = Message.objects.filter(pk=message_id)
     with transaction.atomic():
-        message.update(**fields)
+        closing = message.filter(status=Message.Status.STREAMING) if streaming_only else message
+        if not closing.update(**fields) and streaming_only:
+            return
         if lease is None or not lease.release(**counters):
             Session.objects.filter(pk=Subquery(message.values("session_id"))).update(**counters)
 

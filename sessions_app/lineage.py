@@ -199,6 +199,7 @@ def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str,
     active = {sid for sid in cursor if parent_of[sid] is not None}
     cache: dict[str, _Link] = {}
     _load_links(active, owner_id, cache)
+    active &= set(cache)  # one deleted since the first read is left as it is
     for _ in range(MAX_HOPS):
         parents = {cache[cursor[s]].parent_id for s in active} - {None}
         if not parents:

@@ -37,7 +37,7 @@ from .. import answers, selectors, services
 from ..thresholds import compression_schedule
 from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
-from .extensions import AfterTurn, MemoryProviders, after_turn_jobs
+from .extensions import AfterTurn, after_turn_jobs
 from .llm.cost import CallUsage
 from .prepare import prepare, turn_open
 from .stream import StreamState, TurnEvents, done_event, stream_call
@@ -194,21 +194,22 @@ async def _run_turn(
         await _close_unfinished(turn, status=_unfinished(turn), reason="realtime_unavailable")
     except Exception:
         logger.exception("chat turn failed in session %s", turn.session_id)
-        await _close_unfinished(turn, status=_unfinished(turn), reason="internal_error")
-        with contextlib.suppress(RealtimeUnavailable):
-            await turn.events.emit(
-                {
-                    "type": "error",
-                    "code": "internal_error",
-                    "message": await asaid_to(turn.user.pk, INTERNAL_ERROR),
-                }
-            )
+        if not turn.closed:  # else the answer is saved and only telling the tabs failed
+            await _close_unfinished(turn, status=_unfinished(turn), reason="internal_error")
+            with contextlib.suppress(RealtimeUnavailable):
+                await turn.events.emit(
+                    {
+                        "type": "error",
+                        "code": "internal_error",
+                        "message": await asaid_to(turn.user.pk, INTERNAL_ERROR),
+                    }
+                )
     finally:
         heartbeat.cancel()
         await _release(turn, control, keep_listening=answered)
     try:
-        if answered and setup is not None:
-            _after_turn(turn, setup.manager if setup.memory_on else None)
+        if turn.closed and setup is not None:
+            await _after_turn(turn, setup)
     finally:
         # After the hooks, which must not wait for it (they claim the conversation for
         # compression before a next turn does); meanwhile it ignores stop and sync.
@@ -348,27 +349,19 @@ def _finished(
 
 
 async def _close(turn: Turn, setup: Setup, result: llm.Completed) -> None:
-    """The final answer: one trip to the database thread saves it, frees the conversation
-    in the same transaction and runs the after-turn checks; then the tabs hear
-    `assistant.done` (a tab that sends at once finds the conversation free). The heartbeat
-    and the stop and sync requests stand down first: from here on they are the next turn's.
-    """
+    """The final answer: one trip to the database thread saves it and frees the conversation
+    in the same transaction; then the tabs hear `assistant.done` (a tab that sends at once
+    finds the conversation free). The heartbeat and the stop and sync requests stand down
+    first: from here on they are the next turn's (a tab whose sync goes unanswered meanwhile
+    hears `assistant.done`, or `session.idle` when it asks again)."""
     assert turn.heartbeat is not None and turn.start.lease is not None
     turn.heartbeat.cancel()
     turn.control.hand_over()
-    usage = result.usage
-    await database_sync_to_async(_close_answer)(
-        finished=_finished(turn, setup, result),
-        lease=turn.start.lease,
-        session=turn.start.session,
-        # The answer's call measured the conversation so far: the next prompt is its prompt
-        # and this answer (unless the model reported no usage: then it is estimated).
-        next_prompt=usage.prompt_tokens + usage.completion_tokens if usage.prompt_tokens else None,
-        window=setup.model.context_length,
-        tool_iterations=turn.tool_iterations,
-        jobs=after_turn_jobs() if setup.memory_on else [],
+    await database_sync_to_async(answers.assistant_finish)(
+        **_finished(turn, setup, result), lease=turn.start.lease
     )
     turn.closed = True
+    turn.final_usage = result.usage
     await turn.events.emit(done_event(turn.state, result, "complete"))
 
 
@@ -377,7 +370,9 @@ async def _close(turn: Turn, setup: Setup, result: llm.Completed) -> None:
 
 async def _close_unfinished(turn: Turn, *, status: str, reason: str) -> None:
     """Save what was streamed so far; never lose text the user already saw. A closed answer
-    (see _close) stays as it was saved."""
+    (see _close) stays as it was saved, also when the close's trip was still under way as
+    the turn was cancelled (the database has the last word: only a streaming answer is
+    written)."""
     if turn.closed:
         return
     state = turn.state
@@ -388,6 +383,7 @@ async def _close_unfinished(turn: Turn, *, status: str, reason: str) -> None:
             status=status,
             usage=None,
             finish_reason=reason,
+            streaming_only=True,
         )
     except Exception:
         logger.exception("could not save the unfinished answer %s", state.message_id)
@@ -408,31 +404,42 @@ async def _release(turn: Turn, control: TurnControl, *, keep_listening: bool) ->
         await control.stop()
 
 
-def _after_turn(turn: Turn, manager: MemoryProviders | None) -> None:
-    """The providers learn the turn in the background, after a final answer was saved; none
-    of them delays the user. Without a manager (memory off, temporary chat) nothing learns
-    from the turn."""
-    if manager is not None:
+async def _after_turn(turn: Turn, setup: Setup) -> None:
+    """After a final answer was saved and the tabs told; none of it delays the user. With
+    memory on the providers learn the turn in the background; then one trip to the database
+    thread queues compression when the answer's call measured the conversation past the
+    threshold and runs the after-turn jobs (those of a turn with memory on: the skill and
+    memory review)."""
+    if setup.memory_on:
         session_id, user_text = turn.session_id, turn.user_text
+        manager = setup.manager
         manager.in_background("sync_turn", user_text, turn.state.text, session_id=session_id)
         manager.in_background("queue_prefetch", user_text, session_id=session_id)
+    usage = turn.final_usage
+    await database_sync_to_async(_after_turn_checks)(
+        session=turn.start.session,
+        # The answer's call measured the conversation so far: the next prompt is its prompt
+        # and this answer (unless the model reported no usage: then it is estimated).
+        next_prompt=usage.prompt_tokens + usage.completion_tokens
+        if usage is not None and usage.prompt_tokens
+        else None,
+        window=setup.model.context_length,
+        tool_iterations=turn.tool_iterations,
+        jobs=after_turn_jobs() if setup.memory_on else [],
+    )
 
 
-def _close_answer(
+def _after_turn_checks(
     *,
-    finished: dict[str, Any],
-    lease: Any,
     session: Any,
     next_prompt: int | None,
     window: int,
     tool_iterations: int,
     jobs: list[tuple[str, AfterTurn]],
 ) -> None:
-    """Save the final answer and free the conversation (one transaction), then queue the
-    compression if the next prompt would pass the threshold and run the after-turn jobs
-    (those of a turn with memory on: the skill and memory review); a failure of a check is
+    """Queue the compression if the next prompt would pass the threshold (no query when the
+    answer's usage says how big it is), then run the after-turn jobs; a failure of one is
     logged and does not stop the others."""
-    answers.assistant_finish(**finished, lease=lease)
     try:
         compression_schedule(
             session_id=session.pk, session=session, next_prompt=next_prompt, window=window

@@ -25,8 +25,10 @@ class Turn:
     control: TurnControl
     heartbeat: asyncio.Task[None] | None = None
     tool_iterations: int = 0
-    #: The answer is saved and the conversation freed (see runner._close): nothing more to write.
+    #: The answer is saved and the conversation freed (see runner._close): nothing more to
+    #: write but the after-turn checks, which read the usage of its model call.
     closed: bool = False
+    final_usage: llm.Usage | None = None
 
     @property
     def session_id(self) -> str:

@@ -122,8 +122,9 @@ def _memory_enabled(session_id: str) -> bool | None:
     return None if row is None else row[1] is not False
 
 
-def _counted(session_id: str, *, iterations: int, turns: int) -> SessionSkillState:
-    """Add to the conversation's review counters and return them as they are now."""
+def _counted(session_id: str, *, iterations: int, turns: int) -> SessionSkillState | None:
+    """Add to the conversation's review counters and return them as they are now (None when
+    the conversation is gone)."""
     counters = SessionSkillState.objects.filter(session_id=session_id)
     change = {
         "iterations_since_skill_review": F("iterations_since_skill_review") + iterations,
@@ -131,6 +132,8 @@ def _counted(session_id: str, *, iterations: int, turns: int) -> SessionSkillSta
         "updated_at": timezone.now(),
     }
     if not counters.update(**change):
+        if not Session.objects.filter(pk=session_id).exists():
+            return None  # deleted meanwhile: nothing to count
         # The first count of a conversation whose prompt was frozen without the skills
         # index (which makes the row): make it, then count.
         SessionSkillState.objects.get_or_create(session_id=session_id)
@@ -172,7 +175,7 @@ def review_after_turn(
         iterations=max(0, int(tool_iterations)) if skills_on else 0,
         turns=1 if memory_on else 0,
     )
-    if any(_due(state, skills_on=skills_on, memory_on=memory_on)):
+    if state is not None and any(_due(state, skills_on=skills_on, memory_on=memory_on)):
         _queue_review(session_id, skills_on=skills_on, memory_on=memory_on)
 
 

@@ -483,3 +483,29 @@ def test_stream_events_are_typed() -> None:
         ],
     }
     assert Usage(3, 4).total_tokens == 7
+
+
+def test_streamed_json_fragments_assemble_whatever_fields_a_server_leaves_out() -> None:
+    from sessions_app.agent.llm.assembly import ToolCallAccumulator, reasoning_of, usage_from
+
+    calls = ToolCallAccumulator()
+    calls.add({"index": 0, "id": "call_a", "function": {"name": "memory", "arguments": None}})
+    calls.add({"index": 0, "function": {"arguments": '{"q": '}})
+    calls.add({"function": {"arguments": '"x"}'}})  # no index: it goes on the last call
+    calls.add({"index": 1, "id": "call_b", "function": None})
+    calls.add({"index": 1, "function": {"name": "search", "arguments": "{}"}})
+    assert [(c.id, c.name, c.arguments) for c in calls.result()] == [
+        ("call_a", "memory", '{"q": "x"}'),
+        ("call_b", "search", "{}"),
+    ]
+    deepseek = {"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 8}
+    assert usage_from(deepseek) == Usage(prompt_tokens=10, completion_tokens=2, cached_tokens=8)
+    nulls = {
+        "prompt_tokens": 10,
+        "completion_tokens": None,
+        "prompt_tokens_details": None,
+        "completion_tokens_details": {"reasoning_tokens": 3},
+    }
+    assert usage_from(nulls) == Usage(prompt_tokens=10, reasoning_tokens=3)
+    assert reasoning_of({"reasoning_content": "hm"}) == "hm"
+    assert reasoning_of({"reasoning": None, "content": "x"}) == ""

@@ -8,7 +8,7 @@ import time
 
 import psycopg
 import pytest
-from django.db import close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection
 
 from core.db.postgresql import base
 
@@ -71,3 +71,16 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced_unseen(checks, m
     time.sleep(0.1)
     second = unit_of_work()  # no error: the check found it gone and Django reconnected
     assert second != first and len(checks) == 1
+
+
+def test_a_connection_dropped_right_after_use_fails_once_and_is_then_replaced(checks):
+    # Within the second after its last query a connection is taken as it is: if the server
+    # dropped it just then, that unit of work's query fails, and Django replaces the
+    # connection at the next one.
+    first = unit_of_work()
+    params = connection.get_connection_params()
+    with psycopg.connect(**{**params, "autocommit": True}) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [first])
+    with pytest.raises(OperationalError):
+        unit_of_work()
+    assert unit_of_work() != first

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 from django.db.backends.postgresql import base
+from django.utils.asyncio import async_unsafe
 
 #: Seconds after its last query during which a connection is not health-checked.
 HEALTHY_FOR = 1.0
@@ -36,6 +37,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return
         super().close_if_health_check_failed()
 
+    @async_unsafe
     def close(self) -> None:
         self._queried_at = None
         super().close()
