@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -42,6 +42,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 logger = logging.getLogger(__name__)
+M = TypeVar("M", bound=models.Model)
 
 OWNER_MAX = 120
 _HOST = socket.gethostname()[:60]
@@ -190,12 +191,10 @@ def lease_acquire(
     """Take the lease on row `pk` for `kind` of work, or None when it is held (or the row is
     gone, or does not match `when`). An expired lease, or one of a dead process of this
     host, is taken over. `values` are written in the same UPDATE."""
-    owner = f"{kind}@{process_id()}#{secrets.token_hex(6)}"
+    owner = _owner_new(kind)
     rows = model._default_manager.filter(when or Q(), pk=pk)
     now = timezone.now()
     changes = {"lease_owner": owner, "lease_expires_at": lease_deadline(now), **(values or {})}
-    with _held_lock:
-        _held.add(owner)
     if rows.filter(lease_owner="").update(**changes) == 1:
         return Lease(model, pk, owner)
     current = rows.values_list("lease_owner", "lease_expires_at").first()
@@ -214,6 +213,24 @@ def lease_acquire(
     with _held_lock:
         _held.discard(owner)
     return None
+
+
+def lease_insert(model: type[M], /, *, kind: str, **fields: Any) -> tuple[M, Lease]:
+    """Create a row of `model` already leased for `kind` of work: nobody else can hold a
+    row that did not exist, so its INSERT takes the lease (no UPDATE follows)."""
+    owner = _owner_new(kind)
+    row = model._default_manager.create(
+        lease_owner=owner, lease_expires_at=lease_deadline(), **fields
+    )
+    return row, Lease(model, row.pk, owner)
+
+
+def _owner_new(kind: str) -> str:
+    """A new owner for `kind` of work by this process, counted as held from now on."""
+    owner = f"{kind}@{process_id()}#{secrets.token_hex(6)}"
+    with _held_lock:
+        _held.add(owner)
+    return owner
 
 
 def lease_remaining(model: type[models.Model], pk: Any) -> float:

@@ -103,8 +103,9 @@ class MemoryPrefs:
         )
 
 
-def memory_prefs(*, user: AbstractBaseUser) -> MemoryPrefs:
-    profile = _profile(user)
+def memory_prefs(*, user: AbstractBaseUser, profile: Profile | None = None) -> MemoryPrefs:
+    """`profile`: the user's, when the caller has just read it."""
+    profile = profile or _profile(user)
     if profile is None:
         return MemoryPrefs.of(None, None, None, None)
     return MemoryPrefs.of(

@@ -129,8 +129,13 @@ def turn_begin(
         text = check_message_text(text)
     choice = check_model_choice(model) if model else None
     plain = not (regenerate or pending or message_id is not None)
+    now = timezone.now()
+    asks = not (regenerate or pending)  # a new user message is written
+    # The counters move in the lease's own write: the messages this turn writes (the
+    # user's, the answer), taken back below for what is not written after all.
+    added = int(asks) + 1
     with transaction.atomic():
-        session, created = _turn_session(
+        session, lease, created = _turn_session(
             user=user,
             session_id=session_id,
             text=text,
@@ -138,17 +143,9 @@ def turn_begin(
             message_id=message_id,
             temporary=temporary,
             choice=choice,
+            counted={"message_count": added, "last_activity_at": now},
         )
         switch = choice is not None and session_entry(session) != choice.ref
-        now = timezone.now()
-        asks = not (regenerate or pending)  # a new user message is written
-        # The counters move in the lease's own UPDATE: the messages this turn writes (the
-        # user's, the answer), taken back below for what is not written after all.
-        added = int(asks) + 1
-        lease = turn_claim.acquire_for_turn(
-            session_id=session.pk,
-            values={"message_count": F("message_count") + added, "last_activity_at": now},
-        )
         compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
         if lease is None and (switch or not plain or not compressing):
             # Only a plain new message is saved to wait for a compression.
@@ -158,14 +155,15 @@ def turn_begin(
             Session.objects.filter(pk=session.pk).update(
                 message_count=F("message_count") + added, last_activity_at=now
             )
-        session.message_count += added
-        session.last_activity_at = now
+        if not created:
+            session.message_count += added
+            session.last_activity_at = now
         if switch:
             session_model_apply(session=session, choice=choice)
-        user_message = None
+        user_message = parent = None
         if pending:
             user_message = parent = _pending_user_message(session)
-        else:
+        elif not created:  # a new conversation's first message starts its one path
             parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
         if lease is not None and (
             lease.took_over
@@ -215,14 +213,20 @@ def _turn_session(
     message_id: Any,
     temporary: bool,
     choice: ModelChoice | None,
-) -> tuple[Session, bool]:
-    """The conversation a turn works on (created for a new chat), and whether it is new."""
+    counted: dict[str, Any],
+) -> tuple[Session, Lease | None, bool]:
+    """The conversation a turn works on, leased for the turn (None while a live turn or a
+    compression holds it), and whether it is new: a new chat's conversation is created
+    leased, with the turn's `counted` values (message_count: the messages it adds;
+    last_activity_at); an existing one gets them in the lease's UPDATE."""
     if session_id is None:
         if not new:
             raise NotFound(gettext_lazy("conversation"))
-        return session_open(
+        fields = _session_fields(
             user=user, title_from=text or "", choice=choice, temporary=temporary
-        ), True
+        )
+        session, lease = turn_claim.open_for_turn(**{**fields, **counted})
+        return session, lease, True
     session = access_session(user=user, session_id=session_id, with_prompt=True)
     if message_id is not None:
         # An edit or a regeneration names a message of this very part: no redirect to a
@@ -231,7 +235,14 @@ def _turn_session(
     elif session.end_reason == Session.EndReason.COMPRESSION:
         # The conversation goes on in its newest continuation.
         session = compression_tip(session)
-    return session, False
+    lease = turn_claim.acquire_for_turn(
+        session_id=session.pk,
+        values={
+            "message_count": F("message_count") + counted["message_count"],
+            "last_activity_at": counted["last_activity_at"],
+        },
+    )
+    return session, lease, False
 
 
 def session_open(
@@ -246,21 +257,13 @@ def session_open(
     """A new conversation titled after `title_from`, on `choice` (default: the default
     model). `history` — (role, text) pairs, role "user" or "assistant" — is written first
     as one path: what an API client brought from elsewhere, answered by the next turn."""
-    choice = choice or default_choice()
-    fields = {
-        "owner": user,
-        "title": unique_title(user=user, base=derived_title(title_from)),
-        "title_source": Session.TitleSource.DERIVED,
-        "model": choice.model_id,
-        "model_config": model_config_for(choice),
-        "temporary": temporary,
-        "source": source,
-        "message_count": len(history),
-    }
+    fields = _session_fields(
+        user=user, title_from=title_from, choice=choice, temporary=temporary, source=source
+    )
     if not history:
-        return Session.objects.create(**fields)  # one INSERT (a chat's first message)
+        return Session.objects.create(**fields)
     with transaction.atomic():
-        session = Session.objects.create(**fields)
+        session = Session.objects.create(**fields, message_count=len(history))
         for role, text in history:
             answer = role == Message.Role.ASSISTANT
             Message.objects.create(
@@ -272,6 +275,27 @@ def session_open(
             )
         branches.path_link_new_session(session_id=session.pk)
     return session
+
+
+def _session_fields(
+    *,
+    user: AbstractBaseUser,
+    title_from: str,
+    choice: ModelChoice | None,
+    temporary: bool,
+    source: str = "web",
+) -> dict[str, Any]:
+    """A new conversation's columns (see session_open)."""
+    choice = choice or default_choice()
+    return {
+        "owner": user,
+        "title": unique_title(user=user, base=derived_title(title_from)),
+        "title_source": Session.TitleSource.DERIVED,
+        "model": choice.model_id,
+        "model_config": model_config_for(choice),
+        "temporary": temporary,
+        "source": source,
+    }
 
 
 def _refuse_busy(session: Session, *, compressing: bool) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
-from core.leases import Lease, lease_acquire, lease_is_live, owner_kind
+from core.leases import Lease, lease_acquire, lease_insert, lease_is_live, owner_kind
 
 from .models import Message, Session
 
@@ -29,6 +29,11 @@ def acquire_for_turn(*, session_id: str, values: dict[str, Any] | None = None) -
     """Lease the conversation for a chat turn; None while a live turn or compression holds it.
     `values` are written to the conversation in the same UPDATE."""
     return lease_acquire(Session, session_id, kind=TURN, values=values)
+
+
+def open_for_turn(**fields: Any) -> tuple[Session, Lease]:
+    """A new conversation with `fields`, leased for its first turn by its INSERT."""
+    return lease_insert(Session, kind=TURN, **fields)
 
 
 def acquire_for_compression(*, session_id: str) -> Lease | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from accounts.models import Profile
 from sessions_app.models import Session
 
 from .. import scanner
@@ -77,9 +78,10 @@ def render_block(target: str, entries: list[MemoryEntry], limit: int) -> tuple[s
     return f"{RULE}\n{header}\n{RULE}\n{content}", seen
 
 
-def memory_snapshot(*, user: AbstractBaseUser) -> Snapshot:
-    """Both blocks for `user` as the prompt would show them now ('' when memory is off)."""
-    prefs = memory_prefs(user=user)
+def memory_snapshot(*, user: AbstractBaseUser, profile: Profile | None = None) -> Snapshot:
+    """Both blocks for `user` as the prompt would show them now ('' when memory is off);
+    `profile`: the user's, when the caller has just read it."""
+    prefs = memory_prefs(user=user, profile=profile)
     if not prefs.enabled:
         return Snapshot()
     entries = list(MemoryEntry.objects.active().filter(owner=user).order_by("order", "id"))
@@ -94,13 +96,13 @@ def memory_snapshot(*, user: AbstractBaseUser) -> Snapshot:
     return Snapshot("\n\n".join(blocks), ids)
 
 
-def memory_snapshot_freeze(*, session: Session) -> str:
+def memory_snapshot_freeze(*, session: Session, profile: Profile | None = None) -> str:
     """Render the owner's MEMORY and USER blocks for the session's frozen system prompt
     (Hermes headers and ═ rules, entries sanitised for the prompt only, render cap), record
     which entries (ids) this session included, and return the text ('' when both are empty
     or the owner's memory is off). Called once when a session's prompt is built and again
     when compression rebuilds it."""
-    snapshot = memory_snapshot(user=session.owner)
+    snapshot = memory_snapshot(user=session.owner, profile=profile)
     if not snapshot.entry_ids:  # one INSERT: no transaction of its own
         SessionMemorySnapshot.objects.create(session=session, rendered=snapshot.text)
         return snapshot.text

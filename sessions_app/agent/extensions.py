@@ -67,7 +67,9 @@ class PromptSection:
     name: str
     #: Sections follow the person's instructions in ascending order.
     order: int
-    freeze: Callable[..., str]  # (*, session: Session) -> str
+    #: (*, session: Session, profile: Profile) -> str; `profile` is the owner's, read once
+    #: for the whole prompt.
+    freeze: Callable[..., str]
     #: Only when memory is on for the conversation (not a temporary chat, not switched off).
     memory: bool = False
 

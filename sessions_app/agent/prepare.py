@@ -40,7 +40,9 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
         if facts is not None and not facts.prompt and not memory_providers_external():
             # A new conversation with only the built-in memory: nothing a provider says
             # goes into its prompt, which is frozen here rather than in a trip of its own.
-            prompt = session_freeze_prompt(session=start.session, provider_block="")
+            prompt = session_freeze_prompt(
+                session=start.session, provider_block="", profile=facts.profile
+            )
             facts = dataclasses.replace(facts, prompt=prompt)
     except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
         return start

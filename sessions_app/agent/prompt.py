@@ -71,11 +71,11 @@ def tool_names_for(*, session: Session, profile: Any) -> list[str]:
     return sorted(registry.names(toolsets))
 
 
-def build_system_prompt(*, session: Session, provider_block: str) -> str:
+def build_system_prompt(*, session: Session, provider_block: str, profile: Any = None) -> str:
     """Assemble the prompt: identity, tool guidance, provider block, custom instructions,
     the registered sections (MEMORY and USER snapshots, skills index), date, platform and
-    model."""
-    profile = profile_get(user=session.owner)
+    model. `profile`: the owner's, when the caller has just read it."""
+    profile = profile or profile_get(user=session.owner)
     tools = set(tool_names_for(session=session, profile=profile))
     parts = [profile.identity.strip() or settings.HERMES_IDENTITY]
     if "memory" in tools:
@@ -90,7 +90,11 @@ def build_system_prompt(*, session: Session, provider_block: str) -> str:
         parts.append("## Instructions from this person\n" + profile.custom_instructions.strip())
     memory_on = uses_memory(session, profile)
     for section in prompt_sections():
-        block = section.freeze(session=session) if memory_on or not section.memory else ""
+        block = (
+            section.freeze(session=session, profile=profile)
+            if memory_on or not section.memory
+            else ""
+        )
         if block:
             parts.append(block)
     started = timezone.localtime(session.started_at)
@@ -108,12 +112,13 @@ def model_note(session: Session) -> str:
     return f"Model: {choice.model_id} (context window: {choice.context_length:,} tokens)."
 
 
-def session_freeze_prompt(*, session: Session, provider_block: str) -> str:
+def session_freeze_prompt(*, session: Session, provider_block: str, profile: Any = None) -> str:
     """Build and store the session's prompt; called once per session (and by compression).
     One transaction: the sections' records (which memory entries and skills the prompt
-    shows) and the prompt are stored together or not at all."""
+    shows) and the prompt are stored together or not at all. `profile`: the owner's, when
+    the caller has just read it (else read once here for every section)."""
     with transaction.atomic():
-        text = build_system_prompt(session=session, provider_block=provider_block)
+        text = build_system_prompt(session=session, provider_block=provider_block, profile=profile)
         system_prompt_store(session=session, text=text)
     return text
 

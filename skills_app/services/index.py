@@ -39,10 +39,11 @@ def _one_line(text: str) -> str:
     return line
 
 
-def skills_index_freeze(*, session: Any) -> str:
+def skills_index_freeze(*, session: Any, profile: Any = None) -> str:
     """The compact skills index (name — description, grouped by category; the user's own
     enabled skills plus enabled team skills) for the session's frozen system prompt; records
-    which skills it included for the inspector; '' when there are none."""
+    which skills it included for the inspector; '' when there are none. (A prompt section:
+    the owner's `profile` changes nothing here.)"""
     skills = skills_for_agent(user=session.owner)
     included: list[dict[str, Any]] = []
     groups: dict[str, list[str]] = {}

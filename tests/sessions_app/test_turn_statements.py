@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts.services import profile_get
 from sessions_app.agent.prepare import turn_open
 from sessions_app.agent.prompt import session_freeze_prompt
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,9 +29,10 @@ def test_a_new_conversations_prompt_is_frozen_in_one_transaction(owner, scripted
     start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
     with CaptureQueriesContext(connection) as queries:
         session_freeze_prompt(session=start.session, provider_block="")
-    # The profile (prompt and memory switch), the memory entries, the snapshot's record,
-    # the skills, the skills index's record, the prompt and the conversation's link to it.
-    assert counted(queries) == (8, 1)
+    # The profile (read once for every section), the memory entries, the snapshot's
+    # record, the skills, the skills index's record, the prompt and the conversation's link
+    # to it.
+    assert counted(queries) == (7, 1)
     start.lease.release()
 
 
@@ -40,9 +41,13 @@ def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, s
     with CaptureQueriesContext(connection) as queries:
         start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
     assert start.facts.prompt and start.facts.prompt == start.session.system_prompt.prompt
-    # The claim (one transaction), the setup's two reads, the freeze (one transaction).
-    assert counted(queries) == (8 + 2 + 8, 2)
-    start.lease.release()
+    # The claim: quota, model, the titles in use, the conversation INSERTed with its lease
+    # and counters, the two messages (one transaction; no tip to read in a conversation
+    # that has none); the setup's two reads; the freeze with the profile the setup read
+    # (one transaction).
+    assert counted(queries) == (6 + 2 + 6, 2)
+    assert start.lease.release()
+    assert Session.objects.get(pk=start.session.pk).message_count == 2
 
 
 def test_a_later_turn_is_claimed_and_read_in_eight_statements(owner, scripted):
