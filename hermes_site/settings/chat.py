@@ -31,7 +31,7 @@ HERMES_STREAM_SAVE_INTERVAL = declare_float(
 )
 HERMES_STREAM_COALESCE_MS = declare_int(
     "HERMES_STREAM_COALESCE_MS",
-    100,
+    50,
     min=0,
     help="Deltas arriving within this many ms go to the browser as one event.",
 )
