@@ -119,8 +119,10 @@ def _snapshot(groups: dict[str, list[int]]) -> dict[str, dict[int, float]]:
 
 
 def _cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
-    # A process that appeared meanwhile (a new PostgreSQL backend) counts from zero.
-    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+    # A process that appeared meanwhile (a new PostgreSQL backend) counts from zero; one
+    # that ended meanwhile is in its parent's children's time (the parent is in the same
+    # group) with its whole life: what it had used before is taken off with `before`.
+    return sum(after.values()) - sum(before.values())
 
 
 def _cookies(n: int) -> list[str]:

@@ -10,7 +10,8 @@ row: two columns, ``lease_owner`` and ``lease_expires_at`` (see :class:`LeaseFie
   ``HERMES_LEASE_SECONDS`` after the last renewal.
 - **Taking** a lease is a conditional UPDATE that must change exactly one row: a free row is
   taken; a row whose lease expired, or whose owner is a dead process of this host, is
-  **taken over** — compare-and-swap on the previous owner, and logged.
+  **taken over** — compare-and-swap on the previous owner, and logged. A row that does not
+  exist yet is INSERTed leased (:func:`lease_insert`).
 - **Releasing** is an UPDATE conditional on the owner, so a late release never frees a lease
   someone else took over; a renewal that changes no row tells the holder it lost the lease.
 
@@ -219,9 +220,14 @@ def lease_insert(model: type[M], /, *, kind: str, **fields: Any) -> tuple[M, Lea
     """Create a row of `model` already leased for `kind` of work: nobody else can hold a
     row that did not exist, so its INSERT takes the lease (no UPDATE follows)."""
     owner = _owner_new(kind)
-    row = model._default_manager.create(
-        lease_owner=owner, lease_expires_at=lease_deadline(), **fields
-    )
+    try:
+        row = model._default_manager.create(
+            lease_owner=owner, lease_expires_at=lease_deadline(), **fields
+        )
+    except BaseException:
+        with _held_lock:
+            _held.discard(owner)
+        raise
     return row, Lease(model, row.pk, owner)
 
 

@@ -4,7 +4,7 @@ pinning and deleting. Every function acts for `user` and refuses other people's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -143,7 +143,8 @@ def turn_begin(
             message_id=message_id,
             temporary=temporary,
             choice=choice,
-            counted={"message_count": added, "last_activity_at": now},
+            added=added,
+            now=now,
         )
         switch = choice is not None and session_entry(session) != choice.ref
         compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
@@ -213,19 +214,22 @@ def _turn_session(
     message_id: Any,
     temporary: bool,
     choice: ModelChoice | None,
-    counted: dict[str, Any],
+    added: int,
+    now: datetime,
 ) -> tuple[Session, Lease | None, bool]:
     """The conversation a turn works on, leased for the turn (None while a live turn or a
     compression holds it), and whether it is new: a new chat's conversation is created
-    leased, with the turn's `counted` values (message_count: the messages it adds;
-    last_activity_at); an existing one gets them in the lease's UPDATE."""
+    leased, started `now` with the `added` messages counted; an existing one gets its
+    counters in the lease's UPDATE."""
     if session_id is None:
         if not new:
             raise NotFound(gettext_lazy("conversation"))
         fields = _session_fields(
             user=user, title_from=text or "", choice=choice, temporary=temporary
         )
-        session, lease = turn_claim.open_for_turn(**{**fields, **counted})
+        session, lease = turn_claim.open_for_turn(
+            **fields, message_count=added, started_at=now, last_activity_at=now
+        )
         return session, lease, True
     session = access_session(user=user, session_id=session_id, with_prompt=True)
     if message_id is not None:
@@ -237,10 +241,7 @@ def _turn_session(
         session = compression_tip(session)
     lease = turn_claim.acquire_for_turn(
         session_id=session.pk,
-        values={
-            "message_count": F("message_count") + counted["message_count"],
-            "last_activity_at": counted["last_activity_at"],
-        },
+        values={"message_count": F("message_count") + added, "last_activity_at": now},
     )
     return session, lease, False
 

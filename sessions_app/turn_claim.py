@@ -2,7 +2,8 @@
 a time, across processes.
 
 It is the session's lease (core/leases.py) of kind :data:`TURN` or :data:`COMPRESS`: taken
-with a conditional UPDATE that must change exactly one row, renewed by the holder's
+with a conditional UPDATE that must change exactly one row (a new chat's conversation is
+INSERTed leased for its first turn: :func:`open_for_turn`), renewed by the holder's
 heartbeat, released with an UPDATE conditional on the owner. A holder that dies stops
 renewing: its lease expires after ``HERMES_LEASE_SECONDS`` (at once when it was a process
 of this host) and the next turn or compression takes the conversation over. A turn's answer

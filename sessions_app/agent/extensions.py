@@ -6,7 +6,9 @@ conversation needs them back, it goes through the extension points declared here
 those apps fill from their ``AppConfig.ready()`` (as they register their tools)::
 
     memory_providers_register(MemoryManager.for_user)
-    prompt_section_register(PromptSection("memory", 10, memory_snapshot_freeze, memory=True))
+    prompt_section_register(
+        PromptSection("memory_snapshot", 10, memory_snapshot_freeze, memory=True)
+    )
     after_turn_register("skill_review", review_after_turn)
     inspector_section_register("skills", skills_inspector_context)
 

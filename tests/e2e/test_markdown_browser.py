@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 VIEWPORTS = {"desktop": (1366, 900), "phone": (390, 844)}
 PAUSE = 4.0  # seconds the model stalls mid-answer: time to look at the streaming bubble
 # The server publishes held-back text when the next piece arrives a coalescing window
-# (100 ms) after the last event, so pieces slower than that are each on screen at once,
-# including the last one before the stall.
+# (50 ms by default) after the last event, so pieces slower than that are each on screen
+# at once, including the last one before the stall.
 PIECE_DELAY = 0.12
 
 # Everything the page shows of a rendered element, as a person would compare two versions

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import leases
@@ -44,6 +45,28 @@ def test_a_free_conversation_is_leased_once(session: Session) -> None:
     assert turn_claim.acquire_for_turn(session_id=session.pk) is None
     assert turn_claim.acquire_for_compression(session_id=session.pk) is None
     assert turn_claim.holder_kind(session_id=session.pk) == "turn"
+
+
+def test_a_new_chats_conversation_is_inserted_leased_for_its_first_turn(owner: Any) -> None:
+    started = turn_claim.open_for_turn(owner=owner, title="New", message_count=2)
+    session, lease = started
+    assert owner_of(session) == lease.owner and lease.owner.startswith("turn@")
+    # Held by this live process: nobody takes it over, and it is listed as held.
+    assert not leases.owner_is_dead_here(lease.owner)
+    assert turn_claim.acquire_for_turn(session_id=session.pk) is None
+    assert turn_claim.holder_kind(session_id=session.pk) == "turn"
+    assert any(h.owner == lease.owner for h in leases.leases_held())
+    assert lease.release() and owner_of(session) == ""
+    assert turn_claim.acquire_for_turn(session_id=session.pk) is not None
+
+
+def test_an_insert_that_fails_holds_no_lease(owner: Any) -> None:
+    taken = SessionFactory(owner=owner, title="Taken")
+    held = set(leases._held)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        turn_claim.open_for_turn(id=taken.pk, owner=owner, title="Again")
+    # The owner it made is forgotten: this process does not count it among its own.
+    assert leases._held == held
 
 
 def test_a_release_after_a_takeover_frees_nothing(session: Session, settings: Any) -> None:

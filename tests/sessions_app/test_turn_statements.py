@@ -47,7 +47,10 @@ def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, s
     # (one transaction).
     assert counted(queries) == (6 + 2 + 6, 2)
     assert start.lease.release()
-    assert Session.objects.get(pk=start.session.pk).message_count == 2
+    stored = Session.objects.get(pk=start.session.pk)
+    assert stored.message_count == 2
+    # The conversation starts with its first message, not after it.
+    assert stored.started_at == stored.last_activity_at == start.user_message.timestamp
 
 
 def test_a_later_turn_is_claimed_and_read_in_eight_statements(owner, scripted):
