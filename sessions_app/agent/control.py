@@ -52,6 +52,17 @@ class TurnControl:
         """Start listening (call from the turn's own task, on its event loop)."""
         self._task = asyncio.get_running_loop().create_task(self._listen(turn, events, current))
 
+    async def listening(self) -> None:
+        """Return once stop and sync requests reach this turn (its listener joined the
+        control group), or its listener failed: a tab stops the turn as soon as it sees
+        the answer stream, and a stop sent before the join would reach nobody."""
+        task = self._task
+        if task is None or self._joined.is_set():
+            return
+        joined = asyncio.ensure_future(self._joined.wait())
+        await asyncio.wait({joined, task}, return_when=asyncio.FIRST_COMPLETED)
+        joined.cancel()
+
     def hand_over(self) -> None:
         self._ending.set()
 

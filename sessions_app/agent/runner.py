@@ -169,6 +169,7 @@ async def _run_turn(
     answered = False
     try:
         setup = await prepare(turn)
+        await control.listening()  # before the first delta a tab could stop
         answered = await _loop(turn, setup)
     except (asyncio.CancelledError, LeaseLost) as exc:
         # Lost: another process took the conversation over (this one stalled past the
