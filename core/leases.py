@@ -176,8 +176,7 @@ class Lease:
 
     def release(self, **fields: Any) -> bool:
         """Free the lease, writing `fields` in the same UPDATE; False if it was lost."""
-        with _held_lock:
-            _held.discard(self.owner)
+        _owner_forget(self.owner)
         return self._rows().update(lease_owner="", lease_expires_at=None, **fields) == 1
 
 
@@ -211,8 +210,7 @@ def lease_acquire(
                 extra={"lease_kind": kind, "row": str(pk), "previous_owner": previous},
             )
             return Lease(model, pk, owner, took_over=previous)
-    with _held_lock:
-        _held.discard(owner)
+    _owner_forget(owner)
     return None
 
 
@@ -225,8 +223,7 @@ def lease_insert(model: type[M], /, *, kind: str, **fields: Any) -> tuple[M, Lea
             lease_owner=owner, lease_expires_at=lease_deadline(), **fields
         )
     except BaseException:
-        with _held_lock:
-            _held.discard(owner)
+        _owner_forget(owner)
         raise
     return row, Lease(model, row.pk, owner)
 
@@ -237,6 +234,12 @@ def _owner_new(kind: str) -> str:
     with _held_lock:
         _held.add(owner)
     return owner
+
+
+def _owner_forget(owner: str) -> None:
+    """This process no longer holds `owner` (released, or never taken)."""
+    with _held_lock:
+        _held.discard(owner)
 
 
 def lease_remaining(model: type[models.Model], pk: Any) -> float:
