@@ -14,11 +14,14 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from core.db.checkpoint import sqlite_checkpoint_in_background  # noqa: E402
 from core.leases import recover_on_startup  # noqa: E402
 from core.origin import SameOriginValidator  # noqa: E402
 from mcp_server.routing import with_mcp  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
+# With SQLite, checkpoints run in a thread of their own, not in a turn's commit.
+sqlite_checkpoint_in_background()
 # Leases of this host's dead processes (an ASGI server killed mid-answer) are released
 # and their answers marked interrupted before this one serves anyone.
 recover_on_startup("web")

@@ -1,0 +1,108 @@
+"""SQLite's checkpoints off the chat's path, in a thread of the process that serves turns.
+
+In WAL mode a commit appends to the `-wal` file; copying those pages back into the database
+file (a checkpoint, which syncs the file to disk) is done by whichever commit finds the WAL
+past 1,000 pages. With a chat's writes (two messages, their full-text indexes, the answer
+as it grows) that was every ~15th turn, and that turn's claim took 2–5 ms longer before the
+model was called: the slowest twentieth of a person's times to first token. PostgreSQL
+keeps that work in a checkpointer process of its own; here a thread of the ASGI process
+checkpoints every CHECKPOINT_EVERY seconds and the process's own connections never do.
+The work is the same (a PASSIVE checkpoint, as the automatic one is: it never blocks a
+reader or a writer, and copies what no reader still needs); it moves out of the commit.
+
+After a checkpoint that copied everything, the next commit starts the WAL over, and that
+first write syncs the WAL's new header (~1 ms): the thread makes that write itself (the
+database's `user_version`, set to the value it has), so a turn's commit does not. A round
+with nothing committed since the last one (`data_version` unchanged) does nothing.
+
+Other processes (the worker, management commands) keep SQLite's automatic checkpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from typing import Any
+
+from django.db import connections
+from django.db.backends.signals import connection_created
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two checkpoints of the background thread.
+CHECKPOINT_EVERY = 1.0
+
+_started: threading.Event | None = None
+
+
+def sqlite_checkpoint_in_background(*, every: float = CHECKPOINT_EVERY) -> threading.Event | None:
+    """For a SQLite default database: from now on this process's connections leave
+    checkpoints to a daemon thread that runs one every `every` seconds. Returns the event
+    that stops the thread (None with PostgreSQL); a second call changes nothing."""
+    global _started
+    settings = connections["default"].settings_dict
+    if connections["default"].vendor != "sqlite" or _started is not None:
+        return _started
+    _started = stop = threading.Event()
+    connection_created.connect(_without_autocheckpoint, weak=False)
+    threading.Thread(
+        target=_checkpoints,
+        args=(settings["NAME"], float(settings["OPTIONS"].get("timeout", 5)), every, stop),
+        name="sqlite-checkpoint",
+        daemon=True,
+    ).start()
+    return stop
+
+
+def sqlite_checkpoint_stop() -> None:
+    """Stop the thread and give the connections opened from now on their automatic
+    checkpoints back (tests)."""
+    global _started
+    if _started is None:
+        return
+    _started.set()
+    _started = None
+    connection_created.disconnect(_without_autocheckpoint)
+
+
+def _without_autocheckpoint(sender: Any, connection: Any, **kwargs: Any) -> None:
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
+
+
+def _checkpoints(path: str, timeout: float, every: float, stop: threading.Event) -> None:
+    db: sqlite3.Connection | None = None
+    seen = None
+    while not stop.wait(every):
+        try:
+            if db is None:
+                db = sqlite3.connect(
+                    path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            if version != seen:  # another connection committed since the last round
+                _checkpoint(db)
+                seen = version
+        except sqlite3.Error as exc:
+            # A failed round is retried at the next one on a new connection; meanwhile the
+            # WAL only grows (readers still see every commit).
+            logger.warning("SQLite checkpoint failed: %s", exc)
+            if db is not None:
+                db.close()
+                db = None
+    if db is not None:
+        db.close()
+
+
+def _checkpoint(db: sqlite3.Connection) -> None:
+    busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    if busy or frames <= 0 or copied < frames:
+        return  # a reader still needs the WAL: no writer starts it over yet
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        db.execute(f"PRAGMA user_version = {int(version)}")
+    finally:
+        db.execute("COMMIT")

@@ -1,0 +1,64 @@
+"""The ASGI process's SQLite checkpoints happen in a thread of their own, never in a turn's
+commit (core/db/checkpoint.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from django.db import connection
+
+from core.db.checkpoint import sqlite_checkpoint_in_background, sqlite_checkpoint_stop
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's checkpoints"),
+]
+
+
+@pytest.fixture
+def checkpointer():
+    connection.close()  # the connections opened from here on are this process's new ones
+    yield sqlite_checkpoint_in_background(every=0.05)
+    sqlite_checkpoint_stop()
+    connection.close()
+
+
+def autocheckpoint() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        return cursor.fetchone()[0]
+
+
+def test_connections_leave_checkpoints_to_the_thread_and_get_them_back_after(checkpointer):
+    assert autocheckpoint() == 0
+    assert sqlite_checkpoint_in_background() is checkpointer  # started once per process
+    sqlite_checkpoint_stop()
+    connection.close()
+    assert autocheckpoint() == 1000  # SQLite's own, as in the worker and commands
+
+
+def test_what_is_written_reaches_the_database_file_without_a_commit_copying_it(checkpointer):
+    path = connection.settings_dict["NAME"]
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE checkpoint_probe (data BLOB)")
+    try:
+        before = os.path.getsize(path)
+        with connection.cursor() as cursor:
+            for _ in range(64):
+                cursor.execute("INSERT INTO checkpoint_probe VALUES (randomblob(16384))")
+        # A megabyte: far under the 1,000 pages at which a commit would copy it itself.
+        deadline = time.monotonic() + 10
+        while os.path.getsize(path) < before + 1_000_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.path.getsize(path) >= before + 1_000_000
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM checkpoint_probe")
+            assert cursor.fetchone()[0] == 64
+            # The thread starts the WAL over with a write that changes nothing.
+            cursor.execute("PRAGMA user_version")
+            assert cursor.fetchone()[0] == 0
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE checkpoint_probe")
