@@ -33,49 +33,63 @@ logger = logging.getLogger(__name__)
 #: Seconds between two checkpoints of the background thread.
 CHECKPOINT_EVERY = 1.0
 
-_started: threading.Event | None = None
+
+class _Checkpointer:
+    """The process's checkpoint thread, started with its first SQLite connection (the
+    database that connection opens is the one checkpointed)."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def connection_created(self, sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.vendor != "sqlite":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
+        if self.thread is None:
+            settings = connection.settings_dict
+            self.thread = threading.Thread(
+                target=_checkpoints,
+                args=(settings["NAME"], float(settings["OPTIONS"].get("timeout", 5))),
+                kwargs={"every": self.every, "stopped": self.stopped},
+                name="sqlite-checkpoint",
+                daemon=True,
+            )
+            self.thread.start()
+
+
+_running: _Checkpointer | None = None
 
 
 def sqlite_checkpoint_in_background(*, every: float = CHECKPOINT_EVERY) -> threading.Event | None:
     """For a SQLite default database: from now on this process's connections leave
     checkpoints to a daemon thread that runs one every `every` seconds. Returns the event
     that stops the thread (None with PostgreSQL); a second call changes nothing."""
-    global _started
-    settings = connections["default"].settings_dict
-    if connections["default"].vendor != "sqlite" or _started is not None:
-        return _started
-    _started = stop = threading.Event()
-    connection_created.connect(_without_autocheckpoint, weak=False)
-    threading.Thread(
-        target=_checkpoints,
-        args=(settings["NAME"], float(settings["OPTIONS"].get("timeout", 5)), every, stop),
-        name="sqlite-checkpoint",
-        daemon=True,
-    ).start()
-    return stop
+    global _running
+    if connections["default"].vendor != "sqlite":
+        return None
+    if _running is None:
+        _running = _Checkpointer(every)
+        connection_created.connect(_running.connection_created, weak=False)
+    return _running.stopped
 
 
 def sqlite_checkpoint_stop() -> None:
     """Stop the thread and give the connections opened from now on their automatic
     checkpoints back (tests)."""
-    global _started
-    if _started is None:
-        return
-    _started.set()
-    _started = None
-    connection_created.disconnect(_without_autocheckpoint)
+    global _running
+    if _running is not None:
+        _running.stopped.set()
+        connection_created.disconnect(_running.connection_created)
+        _running = None
 
 
-def _without_autocheckpoint(sender: Any, connection: Any, **kwargs: Any) -> None:
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_autocheckpoint=0")
-
-
-def _checkpoints(path: str, timeout: float, every: float, stop: threading.Event) -> None:
+def _checkpoints(path: str, timeout: float, *, every: float, stopped: threading.Event) -> None:
     db: sqlite3.Connection | None = None
     seen = None
-    while not stop.wait(every):
+    while not stopped.wait(every):
         try:
             if db is None:
                 db = sqlite3.connect(

@@ -19,6 +19,7 @@ pytestmark = [
 
 @pytest.fixture
 def checkpointer():
+    sqlite_checkpoint_stop()  # one the ASGI application started when a test imported it
     connection.close()  # the connections opened from here on are this process's new ones
     yield sqlite_checkpoint_in_background(every=0.05)
     sqlite_checkpoint_stop()
