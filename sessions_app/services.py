@@ -32,18 +32,35 @@ from .session_model import (
 from .thresholds import compression_schedule
 from .titles import clean_title, derived_title, unique_title
 
+_SESSION_SQL = "SELECT * FROM sessions_app_session WHERE id = %s AND owner_id = %s"
+_SESSION_WITH_PROMPT_SQL = (
+    "SELECT s.*, p.prompt AS frozen_prompt FROM sessions_app_session s"
+    " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
+    " WHERE s.id = %s AND s.owner_id = %s"
+)
+
 
 def access_session(
     *, user: AbstractBaseUser, session_id: Any, with_prompt: bool = False
 ) -> Session:
     """The user's session with that id; NotFound for missing and for other users' ids.
-    `with_prompt`: its frozen system prompt comes in the same query (a turn sends it)."""
+    `with_prompt`: its frozen system prompt comes in the same query (a turn sends it).
+
+    Every turn and most requests about a conversation start here: read through `raw()`,
+    which builds the same instance without compiling a query each time (the ORM's
+    `.filter().first()` took three times as long as the read)."""
     if not isinstance(session_id, str) or not session_id:
         raise NotFound(gettext_lazy("conversation"))
-    rows = Session.objects.filter(pk=session_id, owner=user)
-    session = (rows.select_related("system_prompt") if with_prompt else rows).first()
+    sql = _SESSION_WITH_PROMPT_SQL if with_prompt else _SESSION_SQL
+    session = next(iter(Session.objects.raw(sql, [session_id, user.pk])), None)
     if session is None:
         raise NotFound(gettext_lazy("conversation"))
+    if with_prompt:
+        prompt = session.__dict__.pop("frozen_prompt")
+        if session.system_prompt_id:
+            session.system_prompt = SystemPrompt.from_db(
+                session._state.db, ["hash", "prompt"], [session.system_prompt_id, prompt]
+            )
     return session
 
 
