@@ -7,6 +7,7 @@ no harm."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Literal
 
@@ -39,6 +40,21 @@ def _sqlite_fts_tables() -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
+def _wal_truncate(*, tries: int = 50) -> None:
+    """Copy the whole WAL into the database file and empty it (what an erasure relies on to
+    leave no deleted row in the WAL). Another connection's checkpoint running at that moment
+    (the ASGI process's thread, core/db/checkpoint.py) makes SQLite answer "busy" at once,
+    without waiting: tried again for up to `tries` tenths of a second."""
+    for _ in range(tries):
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, _frames, _copied = cursor.fetchone()
+        if not busy:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the WAL could not be truncated: another connection kept it busy")
+
+
 def database_optimize() -> list[str]:
     """Keep the database fast: on SQLite, merge the FTS5 index segments, refresh the query
     planner's statistics and truncate the WAL; on PostgreSQL, VACUUM (ANALYZE). Returns
@@ -56,8 +72,8 @@ def database_optimize() -> list[str]:
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA optimize")
             done.append("PRAGMA optimize")
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            done.append("PRAGMA wal_checkpoint(TRUNCATE)")
+        _wal_truncate()
+        done.append("PRAGMA wal_checkpoint(TRUNCATE)")
     elif connection.vendor == "postgresql":
         # VACUUM cannot run inside a transaction block; Django is in autocommit here.
         with connection.cursor() as cursor:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from accounts.services import quota_check
+from core.db.rows import model_columns
 from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
@@ -32,13 +33,6 @@ from .session_model import (
 from .thresholds import compression_schedule
 from .titles import clean_title, derived_title, unique_title
 
-_SESSION_SQL = "SELECT * FROM sessions_app_session WHERE id = %s AND owner_id = %s"
-_SESSION_WITH_PROMPT_SQL = (
-    "SELECT s.*, p.prompt AS frozen_prompt FROM sessions_app_session s"
-    " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
-    " WHERE s.id = %s AND s.owner_id = %s"
-)
-
 
 def access_session(
     *, user: AbstractBaseUser, session_id: Any, with_prompt: bool = False
@@ -51,13 +45,22 @@ def access_session(
     `.filter().first()` took three times as long as the read)."""
     if not isinstance(session_id, str) or not session_id:
         raise NotFound(gettext_lazy("conversation"))
-    sql = _SESSION_WITH_PROMPT_SQL if with_prompt else _SESSION_SQL
+    if with_prompt:
+        sql = (
+            f"SELECT {model_columns(Session, 's')}, p.prompt AS frozen_prompt"  # noqa: S608
+            " FROM sessions_app_session s"
+            " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
+            " WHERE s.id = %s AND s.owner_id = %s"
+        )
+    else:
+        sql = f"SELECT {model_columns(Session)} FROM sessions_app_session"  # noqa: S608
+        sql += " WHERE id = %s AND owner_id = %s"
     session = next(iter(Session.objects.raw(sql, [session_id, user.pk])), None)
     if session is None:
         raise NotFound(gettext_lazy("conversation"))
     if with_prompt:
         prompt = session.__dict__.pop("frozen_prompt")
-        if session.system_prompt_id:
+        if prompt is not None:
             session.system_prompt = SystemPrompt.from_db(
                 session._state.db, ["hash", "prompt"], [session.system_prompt_id, prompt]
             )
