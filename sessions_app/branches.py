@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils.translation import gettext_lazy
 
-from core.db.rows import model_columns
+from core.db.rows import raw_first
 from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
 
@@ -44,12 +44,11 @@ def path_tip(*, session_id: str) -> Message | None:
 
     Every turn reads it: through `raw()`, which builds the same instance without compiling
     a query (a third of the time of `.filter().order_by().first()` here)."""
-    tips = Message.objects.raw(
-        f"SELECT {model_columns(Message)} FROM sessions_app_message"  # noqa: S608 - our columns
-        " WHERE session_id = %s AND active = %s ORDER BY id DESC LIMIT 1",
+    return raw_first(
+        Message,
+        "FROM sessions_app_message WHERE session_id = %s AND active = %s ORDER BY id DESC LIMIT 1",
         [session_id, True],
     )
-    return next(iter(tips), None)
 
 
 def path_link_new_session(*, session_id: str) -> None:

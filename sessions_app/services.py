@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from accounts.services import quota_check
-from core.db.rows import model_columns
+from core.db.rows import raw_first
 from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
@@ -46,16 +46,20 @@ def access_session(
     if not isinstance(session_id, str) or not session_id:
         raise NotFound(gettext_lazy("conversation"))
     if with_prompt:
-        sql = (
-            f"SELECT {model_columns(Session, 's')}, p.prompt AS frozen_prompt"  # noqa: S608
-            " FROM sessions_app_session s"
+        session = raw_first(
+            Session,
+            ", p.prompt AS frozen_prompt FROM sessions_app_session s"
             " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
-            " WHERE s.id = %s AND s.owner_id = %s"
+            " WHERE s.id = %s AND s.owner_id = %s",
+            [session_id, user.pk],
+            table="s",
         )
     else:
-        sql = f"SELECT {model_columns(Session)} FROM sessions_app_session"  # noqa: S608
-        sql += " WHERE id = %s AND owner_id = %s"
-    session = next(iter(Session.objects.raw(sql, [session_id, user.pk])), None)
+        session = raw_first(
+            Session,
+            "FROM sessions_app_session WHERE id = %s AND owner_id = %s",
+            [session_id, user.pk],
+        )
     if session is None:
         raise NotFound(gettext_lazy("conversation"))
     if with_prompt:

@@ -4,15 +4,27 @@ query on every call, which on a turn's claim cost several times the read itself.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from django.db import connection, models
 
+M = TypeVar("M", bound=models.Model)
+
+
+def raw_first(model: type[M], rest: str, params: Sequence[Any], *, table: str = "") -> M | None:
+    """The first instance that `SELECT <the model's columns> <rest>` reads, or None. `rest`
+    goes on from the column list (its FROM, joins, WHERE, ORDER BY); `table` is the alias
+    the columns are qualified with in a join. The same instance the ORM builds, without
+    compiling a query."""
+    rows = model._default_manager.raw(f"SELECT {_columns(model, table)} {rest}", params)
+    return next(iter(rows), None)
+
 
 @functools.cache
-def model_columns(model: type[models.Model], table: str = "") -> str:
-    """The model's own columns, for a raw SELECT that builds its instances: named, not `*`,
-    so columns the database keeps for itself (PostgreSQL's generated search vectors) are not
-    read. `table` qualifies each one (an alias in a join)."""
+def _columns(model: type[models.Model], table: str) -> str:
+    """The model's own columns, named rather than `*`, so columns the database keeps for
+    itself (PostgreSQL's generated search vectors) are not read."""
     prefix = f"{table}." if table else ""
     quote = connection.ops.quote_name
     return ", ".join(prefix + quote(f.column) for f in model._meta.concrete_fields)
