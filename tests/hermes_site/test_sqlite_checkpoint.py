@@ -47,12 +47,12 @@ def test_connections_leave_checkpoints_to_the_thread_and_get_them_back_after(che
     assert autocheckpoint() == 1000  # SQLite's own, as in the worker and commands
 
 
-def rows_in_the_database_file(path: str) -> int:
+def rows_in_the_database_file(path: str, table: str = "checkpoint_probe") -> int:
     """Rows of the probe table in the database file itself, not in its WAL (an immutable
     connection reads the file only; while the thread copies pages it may read a mix)."""
     try:
         with closing(sqlite3.connect(f"file:{path}?immutable=1", uri=True)) as db:
-            return db.execute("SELECT count(*) FROM checkpoint_probe").fetchone()[0]
+            return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
     except sqlite3.DatabaseError:  # the table still only in the WAL, or a copy under way
         return 0
 
@@ -103,16 +103,19 @@ def test_one_process_checkpoints_and_another_takes_over_when_it_ends(checkpointe
     with open(f"{path}-checkpoint.lock", "a+") as other_process:
         fcntl.flock(other_process, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its thread holds it
         with connection.cursor() as cursor:
-            cursor.execute("CREATE TABLE checkpoint_probe (data BLOB)")
-            cursor.execute("INSERT INTO checkpoint_probe VALUES (randomblob(16384))")
+            cursor.execute("CREATE TABLE checkpoint_handover (data BLOB)")
+            cursor.execute("INSERT INTO checkpoint_handover VALUES (randomblob(16384))")
         time.sleep(0.5)  # ten rounds of this process's thread
-        assert rows_in_the_database_file(path) == 0
+        assert rows_in_the_database_file(path, "checkpoint_handover") == 0
     # That process ended: its lock went with it.
     try:
         deadline = time.monotonic() + 10
-        while rows_in_the_database_file(path) < 1 and time.monotonic() < deadline:
+        while (
+            rows_in_the_database_file(path, "checkpoint_handover") < 1
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
-        assert rows_in_the_database_file(path) == 1
+        assert rows_in_the_database_file(path, "checkpoint_handover") == 1
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("DROP TABLE checkpoint_probe")
+            cursor.execute("DROP TABLE checkpoint_handover")
