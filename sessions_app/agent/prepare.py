@@ -12,9 +12,10 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from accounts.language import asaid_to
+from accounts.selectors import quota_for
 from core.realtime import apublish, session_group
 
-from .. import answers, services
+from .. import answers, branches, services
 from ..compression import COMPRESSED_NOTICE
 from ..models import API_SOURCE
 from .extensions import MemoryProviders, memory_providers_external, memory_providers_for
@@ -47,6 +48,16 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
     except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
         return start
     return dataclasses.replace(start, facts=facts)
+
+
+def turn_warm(*, user: Any, session_id: str) -> None:
+    """A later turn's reads of `turn_open`, without claiming anything: run on a database
+    connection just opened between turns (core.db.renew), so that the person's next turn
+    does not meet a new backend's empty catalog caches."""
+    quota_for(user=user)
+    session = services.access_session(user=user, session_id=session_id, with_prompt=True)
+    branches.path_tip(session_id=session.pk)
+    turn_facts(session=session, user=user, recalling=False, may_switch=False)
 
 
 async def prepare(turn: Turn) -> Setup:

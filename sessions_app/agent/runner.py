@@ -28,6 +28,7 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.language import asaid_to, aspeaking_to
+from core.db.renew import renew_ageing
 from core.exceptions import ServiceError, english, lazy_format
 from core.leases import LeaseLost, lease_heartbeat_async
 from core.logs import request_id_var
@@ -39,7 +40,7 @@ from . import llm
 from .control import TurnControl, control_group, request_stop, request_sync, stop_when_lost
 from .extensions import AfterTurn, after_turn_jobs
 from .llm.cost import CallUsage
-from .prepare import prepare, turn_open
+from .prepare import prepare, turn_open, turn_warm
 from .stream import StreamState, TurnEvents, done_event, stream_call
 from .tools import registry
 from .turn import Setup, Turn
@@ -410,7 +411,8 @@ async def _after_turn(turn: Turn, setup: Setup) -> None:
     memory on the providers learn the turn in the background; then one trip to the database
     thread queues compression when the answer's call measured the conversation past the
     threshold and runs the after-turn jobs (those of a turn with memory on: the skill and
-    memory review)."""
+    memory review); last, a database connection near its age limit is replaced there,
+    rather than at the start of the person's next turn."""
     if setup.memory_on:
         session_id, user_text = turn.session_id, turn.user_text
         manager = setup.manager
@@ -427,6 +429,7 @@ async def _after_turn(turn: Turn, setup: Setup) -> None:
         window=setup.model.context_length,
         tool_iterations=turn.tool_iterations,
         jobs=after_turn_jobs() if setup.memory_on else [],
+        user=turn.user,
     )
 
 
@@ -437,10 +440,12 @@ def _after_turn_checks(
     window: int,
     tool_iterations: int,
     jobs: list[tuple[str, AfterTurn]],
+    user: Any,
 ) -> None:
     """Queue the compression if the next prompt would pass the threshold (no query when the
     answer's usage says how big it is), then run the after-turn jobs; a failure of one is
-    logged and does not stop the others."""
+    logged and does not stop the others. Then an ageing connection is renewed, warmed with
+    the reads of this person's next turn (core.db.renew)."""
     try:
         compression_schedule(
             session_id=session.pk, session=session, next_prompt=next_prompt, window=window
@@ -452,3 +457,4 @@ def _after_turn_checks(
             job(session_id=session.pk, tool_iterations=tool_iterations, memory_enabled=True)
         except Exception:
             logger.exception("after-turn job %s failed for %s", name, session.pk)
+    renew_ageing(warm=lambda: turn_warm(user=user, session_id=session.pk))

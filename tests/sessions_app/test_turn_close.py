@@ -43,13 +43,14 @@ def finish(start, *, prompt=900, completion=100, **extra):
     )
 
 
-def checks(start, *, next_prompt, jobs=()):
+def checks(start, owner, *, next_prompt, jobs=()):
     _after_turn_checks(
         session=start.session,
         next_prompt=next_prompt,
         window=2400,
         tool_iterations=0,
         jobs=list(jobs),
+        user=owner,
     )
 
 
@@ -112,7 +113,7 @@ def test_the_compression_is_queued_from_the_answers_usage_without_a_query(
     finish(start, prompt=prompt, completion=50, lease=start.lease)  # 1,550 or 1,650 of 1,650
     with CaptureQueriesContext(connection) as queries:
         with django_capture_on_commit_callbacks() as queued:
-            checks(start, next_prompt=prompt + 50)
+            checks(start, owner, next_prompt=prompt + 50)
     assert len(queued) == (1 if compresses else 0)
     assert selects(queries.captured_queries) == []
 
@@ -123,7 +124,7 @@ def test_the_review_counts_the_turn_without_reading_the_memory_switch_again(owne
     finish(start, lease=start.lease)
     SessionSkillState.objects.get_or_create(session_id=start.session.pk)
     with CaptureQueriesContext(connection) as queries:
-        checks(start, next_prompt=1000, jobs=[("skill_review", review_after_turn)])
+        checks(start, owner, next_prompt=1000, jobs=[("skill_review", review_after_turn)])
     state = SessionSkillState.objects.get(session_id=start.session.pk)
     assert state.turns_since_memory_review == 1
     # The counters' read after their UPDATE, and nothing else.
