@@ -151,11 +151,20 @@ def _sqlite_match(
 
 
 def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
-    """The stemmed and the exact index, each BM25-ranked, fused (module docstring). Two
-    rankings: looking up exact scores for the stemmed hits' rowids instead is far slower
-    (FTS5 does not seek an IN list), and a prefix can run past a stem ("deploym*" misses
-    the stem "deploy"), which the exact index's own candidates cover."""
+    """The stemmed and the exact index, each BM25-scored, fused (module docstring).
+
+    When every exact match is also a stemmed one (words and phrases; see stem_covers) the
+    stemmed ranking finds the candidates and the exact index only scores them: one pass
+    over its matches between the lowest and the highest candidate, BM25 computed for the
+    candidates alone (a third of ranking it, and each candidate gets its whole fused
+    score). Past a NOT or a prefix ("deploym*" misses the stem "deploy") the exact index
+    has matches of its own, so it is ranked too and the two rankings are fused."""
     stemmed = _sqlite_match("messages_fts_stem", query.fts, owner_id, filters, limit)
+    if stem_covers(query):
+        exact_scores = _sqlite_scores("messages_fts", query.fts, stemmed)
+        for hit in stemmed:
+            hit.score += EXACT_WEIGHT * exact_scores.get(hit.message_id, 0.0)
+        return sorted(stemmed, key=lambda h: (-h.score, -h.message_id))
     exact = _sqlite_match("messages_fts", query.fts, owner_id, filters, limit)
     fused = {h.message_id: h for h in stemmed}
     for hit in exact:
@@ -167,26 +176,42 @@ def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: in
     return sorted(fused.values(), key=lambda h: (-h.score, -h.message_id))[:limit]
 
 
+def _sqlite_scores(table: str, match: str, hits: list[Hit]) -> dict[int, float]:
+    """`table`'s BM25 score (higher is better) of each of `hits` it matches."""
+    if not hits:
+        return {}
+    among, params = _among([h.message_id for h in hits])
+    sql = f"SELECT rowid, -rank FROM {table} WHERE {table} MATCH %s AND {among}"  # noqa: S608
+    return dict(run_read(sql, [match, *params]))
+
+
+def _among(ids: list[int]) -> tuple[str, list[object]]:
+    """A condition on an FTS5 table's rowid for "one of `ids`": FTS5 answers `rowid IN
+    (…)` with one lookup of the whole MATCH per id, so the matches between the lowest and
+    the highest id are read once and the ids tested on the rows (`+rowid` keeps the IN
+    list out of FTS5's hands)."""
+    marks = ", ".join(["%s"] * len(ids))
+    return f"rowid BETWEEN %s AND %s AND +rowid IN ({marks})", [min(ids), max(ids), *ids]
+
+
 def _sqlite_snippets(table: str, match: str, hits: list[Hit], *, prefix: bool = False) -> None:
     """Snippets of the content column (never the tool-call JSON beside it).
 
-    FTS5 answers `rowid IN (…)` with one lookup of the whole expression per id. For a
-    prefix query (`prefix`) each lookup first merges the doclists of every indexed word
-    with that prefix (4 ms for "kuber*" at 1,000,000 messages, nine times for nine
-    snippets), so there the matches between the lowest and highest id are read once and
-    the ids are tested on the rows (`+rowid` keeps the IN list out of FTS5's hands)."""
+    A few snippets are looked up one id at a time (`rowid IN (…)`), except for a prefix
+    query (`prefix`), where each lookup would first merge the doclists of every indexed
+    word with that prefix (4 ms for "kuber*" at 1,000,000 messages, nine times for nine
+    snippets): there the matches are read once (`_among`)."""
     if not hits:
         return
     ids = [h.message_id for h in hits]
-    marks = ", ".join(["%s"] * len(ids))
     if prefix:
-        among, params = f"rowid BETWEEN %s AND %s AND +rowid IN ({marks})", [min(ids), max(ids)]
+        among, params = _among(ids)
     else:
-        among, params = f"rowid IN ({marks})", []
+        among, params = f"rowid IN ({', '.join(['%s'] * len(ids))})", ids
     sql = f"""
         SELECT rowid, snippet({table}, 0, %s, %s, %s, {SNIPPET_TOKENS})
         FROM {table} WHERE {table} MATCH %s AND {among}"""  # noqa: S608
-    rows = dict(run_read(sql, [MARK_START, MARK_END, "…", match, *params, *ids]))
+    rows = dict(run_read(sql, [MARK_START, MARK_END, "…", match, *params]))
     for hit in hits:
         if rows.get(hit.message_id):
             hit.snippet = parse_marked(rows[hit.message_id])
