@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, QuerySet
+
+from core.db.rows import marks, raw_all
 
 from .models import Message, Session
 
@@ -175,12 +178,17 @@ def compression_chain(session: Session) -> list[Session]:
 # --- batch walks (search grouping, lists) -----------------------------------------------
 
 
+# Search walks these for up to 200 sessions per query: read without compiling a query.
+_OWNED_AMONG = f"FROM {Session._meta.db_table} WHERE owner_id = %s AND id IN"
+
+
 def _load_links(ids: Iterable[str], owner_id: int, cache: dict[str, _Link]) -> None:
     missing = [i for i in set(ids) if i not in cache]
     if not missing:
         return
-    for row in Session.objects.filter(id__in=missing, owner_id=owner_id).values_list(*_LINK_FIELDS):
-        cache[row[0]] = _Link(*row)
+    rest = f"{_OWNED_AMONG} ({marks(missing)})"
+    for s in raw_all(Session, rest, [owner_id, *missing], fields=_LINK_FIELDS):
+        cache[s.id] = _Link(s.id, s.parent_id, s.started_at, s.ended_at, s.end_reason)
 
 
 def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str, str]:
@@ -190,9 +198,11 @@ def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str,
     Ids that are not the owner's are left out of the result.
     """
     ids = list(dict.fromkeys(session_ids))
-    parent_of = dict(
-        Session.objects.filter(id__in=ids, owner_id=owner_id).values_list("id", "parent_id")
-    )
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, parent_id {_OWNED_AMONG} ({marks(ids)})", [owner_id, *ids])
+        parent_of = dict(cursor.fetchall())
     cursor = {sid: sid for sid in ids if sid in parent_of}
     # A session without a parent is its own root; only the others are walked (a search's
     # 200 hits name up to 200 sessions, and few of them are continuations).

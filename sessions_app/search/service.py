@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Max, OuterRef, Subquery
 from django.db.models.functions import Substr
 from django.utils.translation import gettext_lazy
 
+from core.db.rows import marks, raw_all
 from core.exceptions import NotFound, ServiceError, lazy_format
 
 from ..lineage import (
@@ -198,18 +200,7 @@ def search_conversations(
     add_snippets(page, parsed, [h for hits in groups.values() for h in hits])
     chains = compression_chains(groups, owner_id=owner.pk)
     chain_ids = {sid for chain in chains.values() for sid in chain}
-    sessions = {
-        s.id: s
-        for s in Session.objects.filter(owner=owner, id__in=chain_ids).only(
-            "id", "title", "started_at", "last_activity_at"
-        )
-    }
-    newest = dict(
-        Message.objects.filter(session_id__in=chain_ids, active=True)
-        .values("session_id")
-        .annotate(last=Max("id"))
-        .values_list("session_id", "last")
-    )
+    sessions, newest = _chain_sessions(owner, sorted(chain_ids))
     results = []
     for root, hits in groups.items():
         chain = [sid for sid in chains.get(root, [root]) if sid in sessions]
@@ -232,23 +223,55 @@ def search_conversations(
     return SearchResult(query=parsed.fts, route=page.route, conversations=results)
 
 
+def _chain_sessions(
+    owner: AbstractBaseUser, chain_ids: list[str]
+) -> tuple[dict[str, Session], dict[str, int]]:
+    """The owner's sessions of the results' chains (title and times) and the newest message
+    of each selected path, read without compiling a query (every search pays them)."""
+    sessions = {
+        s.id: s
+        for s in raw_all(
+            Session,
+            f"FROM {Session._meta.db_table} WHERE owner_id = %s AND id IN ({marks(chain_ids)})",
+            [owner.pk, *chain_ids],
+            fields=("id", "title", "started_at", "last_activity_at"),
+        )
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT session_id, MAX(id) FROM {Message._meta.db_table}"  # noqa: S608
+            f" WHERE session_id IN ({marks(chain_ids)}) AND active = %s GROUP BY session_id",
+            [*chain_ids, True],
+        )
+        newest = dict(cursor.fetchall())
+    return sessions, newest
+
+
 def _attach_cached_summaries(
     owner: AbstractBaseUser, query: str, results: list[ConversationHit]
 ) -> None:
+    if not results:
+        return
     keys = {(r.root_id, r.last_message_id): r for r in results}
-    rows = SearchSummary.objects.filter(
-        owner=owner, query_hash=query_hash(query), session_id__in=[r.root_id for r in results]
-    ).values("id", "session_id", "last_message_id", "status", "summary")
-    for row in rows:
-        result = keys.get((row["session_id"], row["last_message_id"]))
+    roots = [r.root_id for r in results]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, session_id, last_message_id, status, summary"  # noqa: S608
+            f" FROM {SearchSummary._meta.db_table} WHERE owner_id = %s AND query_hash = %s"
+            f" AND session_id IN ({marks(roots)})",
+            [owner.pk, query_hash(query), *roots],
+        )
+        rows = cursor.fetchall()
+    for summary_id, session_id, last_message_id, status, summary in rows:
+        result = keys.get((session_id, last_message_id))
         if result is None:
             continue
-        result.summary_id = row["id"]
-        if row["status"] == SearchSummary.Status.DONE:
-            result.summary = row["summary"]
+        result.summary_id = summary_id
+        if status == SearchSummary.Status.DONE:
+            result.summary = summary
             result.summary_status = "cached"
         else:
-            result.summary_status = row["status"]
+            result.summary_status = status
 
 
 def search_summaries_wait(
