@@ -287,7 +287,8 @@ def _pg_headlines(query: ParsedQuery, hits: list[Hit]) -> None:
         FROM {MESSAGE} m CROSS JOIN (SELECT {expr} AS query) q
         WHERE m.id = ANY(%s)"""  # noqa: S608 - expr holds placeholders only
     # Placeholders in text order: the options come before the subquery's.
-    rows = dict(run_read(sql, [_PG_HEADLINE_OPTIONS, *qparams, [h.message_id for h in hits]]))
+    ids = [h.message_id for h in hits]
+    rows = dict(run_read(sql, [_PG_HEADLINE_OPTIONS, *qparams, ids], scan=False))
     for hit in hits:
         text = rows.get(hit.message_id)
         if text:
@@ -401,7 +402,7 @@ def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: boo
     sql = f"""
         SELECT id, substr(content, 1, 20000), tool_name, substr({calls}, 1, 20000)
         FROM {MESSAGE} WHERE id IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
-    rows = {row[0]: row for row in run_read(sql, ids)}
+    rows = {row[0]: row for row in run_read(sql, ids, scan=False)}
     terms = query.positive_terms
     prefixes = frozenset(t.text for g in query.groups for t in g if t.prefix)
     for hit in hits:

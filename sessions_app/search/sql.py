@@ -75,21 +75,24 @@ def rows_to_hits(rows: list[tuple]) -> list[Hit]:
     ]
 
 
-def run_read(sql: str, params: list[object]) -> list[tuple]:
+def run_read(sql: str, params: list[object], *, scan: bool = True) -> list[tuple]:
     """Execute a read; a database refusal becomes "no hits" instead of a failed request.
 
     The sanitiser makes refusals impossible for FTS5 syntax; this is the last line of
-    defence (e.g. a corrupted index), inside a savepoint so PostgreSQL's transaction
-    survives it.
+    defence (e.g. a corrupted index), inside a savepoint when it runs in a caller's
+    transaction, so PostgreSQL's transaction survives it.
+
+    `scan`: a statement that may scan (a ranking, a substring search). PostgreSQL's
+    parallel workers cost such a LIMIT query more to start than they save and split a
+    backward index scan badly, so it runs with none, set in a transaction of its own so the
+    setting cannot leak into a caller's: BEGIN, SET LOCAL, the statement and COMMIT, four
+    round trips. A plan (EXPLAIN) or a read of rows by id passes `scan=False`: one.
     """
-    # A savepoint only on PostgreSQL: on SQLite (IMMEDIATE mode) atomic() would take the
-    # write lock for a plain read.
     postgres = connection.vendor == "postgresql"
-    # Search statements are LIMIT queries that stop early; PostgreSQL's parallel workers
-    # cost more to start than they save and split a backward index scan badly. Only in a
-    # transaction of our own, so the setting cannot leak into a caller's.
-    serial = postgres and not connection.in_atomic_block
-    guard = transaction.atomic() if postgres else nullcontext()
+    nested = postgres and connection.in_atomic_block
+    serial = postgres and scan and not nested
+    # No transaction on SQLite: in IMMEDIATE mode atomic() takes the write lock for a read.
+    guard = transaction.atomic() if serial or nested else nullcontext()
     try:
         with guard, connection.cursor() as cursor:
             if serial:
@@ -127,6 +130,7 @@ def _pg_estimate(condition: str, params: tuple[object, ...]) -> float:
     plan = run_read(
         f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MESSAGE} m WHERE {condition}",  # noqa: S608
         list(params),
+        scan=False,
     )
     if not plan:
         return math.inf
@@ -144,7 +148,7 @@ def pg_ranked(sql: str, head: list[object], limit: int, bound: float) -> list[tu
     RANK_WINDOW_GROWTH times while it holds fewer than `limit` of the owner's, until it
     covers every message (the bound overestimates, and the owner's share is unknown)."""
     if bound > PG_FULL_RANK:
-        ids = run_read(f"SELECT min(id), max(id) FROM {MESSAGE}", [])  # noqa: S608
+        ids = run_read(f"SELECT min(id), max(id) FROM {MESSAGE}", [], scan=False)  # noqa: S608
         oldest, newest = ids[0] if ids else (None, None)
         if oldest is not None:
             span = max(PG_RANK_WINDOW, (newest - oldest) * PG_RANK_WINDOW / bound)

@@ -92,5 +92,5 @@ def title_only_hits(session_ids: list[str]) -> list[Hit]:
             GROUP BY x.session_id)"""  # noqa: S608 - placeholders only
     return [
         Hit(message_id=r[0], session_id=r[1], role=r[2], timestamp=as_datetime(r[3]))
-        for r in run_read(sql, list(session_ids))
+        for r in run_read(sql, list(session_ids), scan=False)
     ]
