@@ -200,9 +200,9 @@ def compression_roots(session_ids: Iterable[str], *, owner_id: int) -> dict[str,
     ids = list(dict.fromkeys(session_ids))
     if not ids:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, parent_id {_OWNED_AMONG} ({marks(ids)})", [owner_id, *ids])
-        parent_of = dict(cursor.fetchall())
+    with connection.cursor() as db:
+        db.execute(f"SELECT id, parent_id {_OWNED_AMONG} ({marks(ids)})", [owner_id, *ids])
+        parent_of = dict(db.fetchall())
     cursor = {sid: sid for sid in ids if sid in parent_of}
     # A session without a parent is its own root; only the others are walked (a search's
     # 200 hits name up to 200 sessions, and few of them are continuations).

@@ -53,7 +53,8 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
 def turn_warm(*, user: Any, session_id: str) -> None:
     """A later turn's reads of `turn_open`, without claiming anything: run on a database
     connection just opened between turns (core.db.renew), so that the person's next turn
-    does not meet a new backend's empty catalog caches."""
+    does not meet a new backend's empty catalog caches. The same statements the claim will
+    run (the profile exists by then: its read writes nothing)."""
     quota_for(user=user)
     session = services.access_session(user=user, session_id=session_id, with_prompt=True)
     branches.path_tip(session_id=session.pk)

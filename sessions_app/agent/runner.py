@@ -412,7 +412,9 @@ async def _after_turn(turn: Turn, setup: Setup) -> None:
     thread queues compression when the answer's call measured the conversation past the
     threshold and runs the after-turn jobs (those of a turn with memory on: the skill and
     memory review); last, a database connection near its age limit is replaced there,
-    rather than at the start of the person's next turn."""
+    rather than at the start of the person's next turn (at most once per connection age:
+    a claim that arrives meanwhile waits the few milliseconds of the new connection and
+    its warm-up, as every turn after an ageing connection did before)."""
     if setup.memory_on:
         session_id, user_text = turn.session_id, turn.user_text
         manager = setup.manager

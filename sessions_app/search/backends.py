@@ -153,14 +153,16 @@ def _sqlite_match(
 def _sqlite_words(query: ParsedQuery, owner_id: int, filters: Filters, limit: int) -> list[Hit]:
     """The stemmed and the exact index, each BM25-scored, fused (module docstring).
 
-    When every exact match is also a stemmed one (words and phrases; see stem_covers) the
-    stemmed ranking finds the candidates and the exact index only scores them: one pass
-    over its matches between the lowest and the highest candidate, BM25 computed for the
-    candidates alone (a third of ranking it, and each candidate gets its whole fused
-    score). Past a NOT or a prefix ("deploym*" misses the stem "deploy") the exact index
-    has matches of its own, so it is ranked too and the two rankings are fused."""
+    When every exact match is also a stemmed one (words and phrases; see stem_covers) and
+    the stemmed ranking holds all of the owner's matches (fewer than `limit`), those are
+    every candidate there is: the exact index only scores them, in one pass over its
+    matches between the lowest and the highest, BM25 computed for them alone (a third of
+    ranking the index), and each gets its whole fused score. Otherwise the exact index is
+    ranked too and the two rankings fused, so that a message with the very words typed is
+    found even where more than `limit` messages hold other forms of them, and past a NOT
+    or a prefix ("deploym*" misses the stem "deploy"), where it has matches of its own."""
     stemmed = _sqlite_match("messages_fts_stem", query.fts, owner_id, filters, limit)
-    if stem_covers(query):
+    if len(stemmed) < limit and stem_covers(query):
         exact_scores = _sqlite_scores("messages_fts", query.fts, stemmed)
         for hit in stemmed:
             hit.score += EXACT_WEIGHT * exact_scores.get(hit.message_id, 0.0)

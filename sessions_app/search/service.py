@@ -227,7 +227,10 @@ def _chain_sessions(
     owner: AbstractBaseUser, chain_ids: list[str]
 ) -> tuple[dict[str, Session], dict[str, int]]:
     """The owner's sessions of the results' chains (title and times) and the newest message
-    of each selected path, read without compiling a query (every search pays them)."""
+    of each selected path, read without compiling a query (every search pays them). None
+    when the results' conversations were deleted while the search was looking."""
+    if not chain_ids:
+        return {}, {}
     sessions = {
         s.id: s
         for s in raw_all(

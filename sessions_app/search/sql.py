@@ -86,7 +86,8 @@ def run_read(sql: str, params: list[object], *, scan: bool = True) -> list[tuple
     parallel workers cost such a LIMIT query more to start than they save and split a
     backward index scan badly, so it runs with none, set in a transaction of its own so the
     setting cannot leak into a caller's: BEGIN, SET LOCAL, the statement and COMMIT, four
-    round trips. A plan (EXPLAIN) or a read of rows by id passes `scan=False`: one.
+    round trips. A plan (EXPLAIN) or a read of rows by their ids or their conversations'
+    ids passes `scan=False`: one.
     """
     postgres = connection.vendor == "postgresql"
     nested = postgres and connection.in_atomic_block

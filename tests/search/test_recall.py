@@ -50,6 +50,16 @@ def test_the_exact_form_ranks_above_a_stemmed_one(owner):
     assert ids(owner, "camping") == [exact.id, stemmed.id]
 
 
+def test_the_exact_form_is_found_among_more_stemmed_matches_than_rows_retrieved(owner):
+    # Five short messages with another form of the word outrank, on the stemmed index
+    # alone, a long one with the very word typed; three rows are retrieved.
+    for n in range(5):
+        make_chat(owner, [("user", f"we camped {n}")], start=n)
+    filler = " ".join(f"note{n}" for n in range(60))
+    exact = make_chat(owner, [("user", f"{filler} camping {filler}")], start=10)
+    assert exact.id in ids(owner, "camping", rows=3)
+
+
 def test_exact_words_still_match_exactly(owner):
     chat = make_chat(owner, [("user", "run zxqv-build.sh then restart")])
     assert ids(owner, "zxqv-build.sh") == [chat.id]

@@ -6,6 +6,7 @@ import pytest
 
 from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
+from sessions_app.search import service
 from sessions_app.search.backends import choose_route, find_hits
 from sessions_app.search.sanitize import parse_query
 from sessions_app.search.service import check_roles, search_conversations
@@ -422,3 +423,16 @@ def test_postgresql_ranks_a_recent_slice_of_a_very_common_query(owner, monkeypat
     # Too few of the owner's hits in the slice: the whole index is ranked after all.
     page = find_hits(owner_id=owner.pk, query=parse_query("heron"), limit=50)
     assert len(page.hits) == 30
+
+
+def test_a_conversation_deleted_while_the_search_looks_is_left_out(owner, monkeypatch):
+    gone = make_chat(owner, [("user", "the vanishing kettle")])
+    chains = service.compression_chains
+
+    def deleted_meanwhile(roots, *, owner_id):
+        Session.objects.filter(pk=gone.pk).delete()
+        return chains(roots, owner_id=owner_id)
+
+    monkeypatch.setattr(service, "compression_chains", deleted_meanwhile)
+    result = search(owner, "kettle")
+    assert result.conversations == []

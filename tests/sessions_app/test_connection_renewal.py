@@ -92,18 +92,6 @@ def test_an_ageing_connection_is_replaced_after_the_turn_and_the_next_turn_keeps
 
 
 @postgresql_only
-def test_without_renewal_the_next_turn_would_open_a_connection_itself(owner, scripted, max_age):
-    """What the renewal takes off the person's next turn: Django closes the connection that
-    passed its age when the next unit of work starts."""
-    start = answered_turn(owner)
-    old = backend()
-    age_to(-1)
-    close_old_connections()
-    turn_open(user=owner, session_id=start.session.pk, text="Again").lease.release()
-    assert backend() != old
-
-
-@postgresql_only
 def test_a_younger_connection_is_kept(owner, scripted, max_age):
     start = answered_turn(owner)
     old = backend()
