@@ -182,12 +182,16 @@ def compression_chain(session: Session) -> list[Session]:
 _OWNED_AMONG = f"FROM {Session._meta.db_table} WHERE owner_id = %s AND id IN"
 
 
+def owned_sessions(ids: list[str], *, owner_id: int, fields: tuple[str, ...]) -> list[Session]:
+    """The owner's sessions among `ids` (not empty), with only `fields` read."""
+    return raw_all(Session, f"{_OWNED_AMONG} ({marks(ids)})", [owner_id, *ids], fields=fields)
+
+
 def _load_links(ids: Iterable[str], owner_id: int, cache: dict[str, _Link]) -> None:
     missing = [i for i in set(ids) if i not in cache]
     if not missing:
         return
-    rest = f"{_OWNED_AMONG} ({marks(missing)})"
-    for s in raw_all(Session, rest, [owner_id, *missing], fields=_LINK_FIELDS):
+    for s in owned_sessions(missing, owner_id=owner_id, fields=_LINK_FIELDS):
         cache[s.id] = _Link(s.id, s.parent_id, s.started_at, s.ended_at, s.end_reason)
 
 

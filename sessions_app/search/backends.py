@@ -35,6 +35,8 @@ import logging
 
 from django.db import connection
 
+from core.db.rows import marks
+
 from ..selectors import escape_like
 from .cjk import GramQuery, split_for_grams
 from .hits import (
@@ -192,8 +194,7 @@ def _among(ids: list[int]) -> tuple[str, list[object]]:
     (…)` with one lookup of the whole MATCH per id, so the matches between the lowest and
     the highest id are read once and the ids tested on the rows (`+rowid` keeps the IN
     list out of FTS5's hands)."""
-    marks = ", ".join(["%s"] * len(ids))
-    return f"rowid BETWEEN %s AND %s AND +rowid IN ({marks})", [min(ids), max(ids), *ids]
+    return f"rowid BETWEEN %s AND %s AND +rowid IN ({marks(ids)})", [min(ids), max(ids), *ids]
 
 
 def _sqlite_snippets(table: str, match: str, hits: list[Hit], *, prefix: bool = False) -> None:
@@ -209,7 +210,7 @@ def _sqlite_snippets(table: str, match: str, hits: list[Hit], *, prefix: bool = 
     if prefix:
         among, params = _among(ids)
     else:
-        among, params = f"rowid IN ({', '.join(['%s'] * len(ids))})", ids
+        among, params = f"rowid IN ({marks(ids)})", ids
     sql = f"""
         SELECT rowid, snippet({table}, 0, %s, %s, %s, {SNIPPET_TOKENS})
         FROM {table} WHERE {table} MATCH %s AND {among}"""  # noqa: S608
@@ -403,7 +404,7 @@ def _substring_snippets(query: ParsedQuery, hits: list[Hit], *, whole_words: boo
     calls = "tool_calls::text" if connection.vendor == "postgresql" else "tool_calls"
     sql = f"""
         SELECT id, substr(content, 1, 20000), tool_name, substr({calls}, 1, 20000)
-        FROM {MESSAGE} WHERE id IN ({", ".join(["%s"] * len(ids))})"""  # noqa: S608
+        FROM {MESSAGE} WHERE id IN ({marks(ids)})"""  # noqa: S608
     rows = {row[0]: row for row in run_read(sql, ids, scan=False)}
     terms = query.positive_terms
     prefixes = frozenset(t.text for g in query.groups for t in g if t.prefix)

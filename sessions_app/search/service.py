@@ -16,7 +16,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.db.models.functions import Substr
 from django.utils.translation import gettext_lazy
 
-from core.db.rows import marks, raw_all
+from core.db.rows import marks
 from core.exceptions import NotFound, ServiceError, lazy_format
 
 from ..lineage import (
@@ -26,6 +26,7 @@ from ..lineage import (
     conversation_rows,
     conversation_tips,
     lineage_ids,
+    owned_sessions,
 )
 from ..models import Message, SearchSummary, Session
 from .backends import SEARCHABLE_ROLES, add_snippets, find_hits
@@ -227,19 +228,12 @@ def _chain_sessions(
     owner: AbstractBaseUser, chain_ids: list[str]
 ) -> tuple[dict[str, Session], dict[str, int]]:
     """The owner's sessions of the results' chains (title and times) and the newest message
-    of each selected path, read without compiling a query (every search pays them). None
+    of each selected path, read without compiling a query (every search pays them). Empty
     when the results' conversations were deleted while the search was looking."""
     if not chain_ids:
         return {}, {}
-    sessions = {
-        s.id: s
-        for s in raw_all(
-            Session,
-            f"FROM {Session._meta.db_table} WHERE owner_id = %s AND id IN ({marks(chain_ids)})",
-            [owner.pk, *chain_ids],
-            fields=("id", "title", "started_at", "last_activity_at"),
-        )
-    }
+    fields = ("id", "title", "started_at", "last_activity_at")
+    sessions = {s.id: s for s in owned_sessions(chain_ids, owner_id=owner.pk, fields=fields)}
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT session_id, MAX(id) FROM {Message._meta.db_table}"  # noqa: S608

@@ -13,6 +13,8 @@ from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 
+from core.db.rows import marks
+
 from .hits import Hit, as_datetime
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ def filter_sql(owner_id: int, filters: Filters) -> tuple[str, list[object]]:
     sql = [" AND s.owner_id = %s AND s.end_reason <> 'deleted' AND m.kind <> 'carried'"]
     params: list[object] = [owner_id]
     if filters.roles:
-        sql.append(f" AND m.role IN ({', '.join(['%s'] * len(filters.roles))})")
+        sql.append(f" AND m.role IN ({marks(filters.roles)})")
         params.extend(filters.roles)
     else:
         sql.append(" AND m.role <> 'system'")
@@ -56,7 +58,7 @@ def filter_sql(owner_id: int, filters: Filters) -> tuple[str, list[object]]:
         params.append(filters.until)
     if filters.exclude_session_ids:
         ids = sorted(filters.exclude_session_ids)
-        sql.append(f" AND m.session_id NOT IN ({', '.join(['%s'] * len(ids))})")
+        sql.append(f" AND m.session_id NOT IN ({marks(ids)})")
         params.extend(ids)
     return "".join(sql), params
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from django.db import connection
 
+from core.db.rows import marks
+
 from ..selectors import escape_like
 from .hits import Hit, as_datetime
 from .sanitize import ParsedQuery
@@ -32,7 +34,7 @@ def title_scores(*, owner_id: int, query: ParsedQuery, filters: Filters) -> dict
     if not query or query.has_symbols or filters.roles:
         return {}
     exclude = sorted(filters.exclude_session_ids)
-    not_in = f" AND s.id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
+    not_in = f" AND s.id NOT IN ({marks(exclude)})" if exclude else ""
     if query.has_cjk:
         rows = _substring_titles(query, owner_id, not_in, exclude)
     elif connection.vendor == "postgresql":
@@ -79,7 +81,6 @@ def title_only_hits(session_ids: list[str]) -> list[Hit]:
     selected path — for a conversation found by its title alone."""
     if not session_ids:
         return []
-    marks = ", ".join(["%s"] * len(session_ids))
     sql = f"""
         SELECT m.id, m.session_id, m.role, m.timestamp FROM sessions_app_message m
         WHERE m.id IN (
@@ -88,7 +89,7 @@ def title_only_hits(session_ids: list[str]) -> list[Hit]:
                  WHERE u.session_id = x.session_id AND u.role = 'user' AND u.active),
                 min(x.id))
             FROM sessions_app_message x
-            WHERE x.session_id IN ({marks}) AND x.role <> 'system' AND x.active
+            WHERE x.session_id IN ({marks(session_ids)}) AND x.role <> 'system' AND x.active
             GROUP BY x.session_id)"""  # noqa: S608 - placeholders only
     return [
         Hit(message_id=r[0], session_id=r[1], role=r[2], timestamp=as_datetime(r[3]))
