@@ -52,7 +52,11 @@ def quota_for(*, user: AbstractBaseUser) -> Quota:
             " WHERE user_id = %s",
             [user.pk],
         )
-        messages, tokens = cursor.fetchone() or (None, None)
+        return quota_of(*(cursor.fetchone() or (None, None)))
+
+
+def quota_of(messages: int | None, tokens: int | None) -> Quota:
+    """The effective limits of a membership's own ones (None: the site's)."""
     return Quota(
         messages=settings.HERMES_DAILY_MESSAGE_LIMIT if messages is None else messages,
         tokens=settings.HERMES_DAILY_TOKEN_LIMIT if tokens is None else tokens,
@@ -92,14 +96,7 @@ def team_members(*, user_id: int | None = None, now: datetime | None = None) -> 
                 user=user,
                 role=role,
                 is_admin=user.is_superuser or role == Membership.Role.ADMIN,
-                quota=Quota(
-                    messages=settings.HERMES_DAILY_MESSAGE_LIMIT
-                    if custom_messages is None
-                    else custom_messages,
-                    tokens=settings.HERMES_DAILY_TOKEN_LIMIT
-                    if custom_tokens is None
-                    else custom_tokens,
-                ),
+                quota=quota_of(custom_messages, custom_tokens),
                 custom_messages=custom_messages,
                 custom_tokens=custom_tokens,
                 today=u.get("today", Usage()),

@@ -38,6 +38,26 @@ def profile_get(*, user: AbstractBaseUser) -> Profile:
     return found or Profile.objects.get_or_create(user=user)[0]
 
 
+def turn_account(*, user: AbstractBaseUser) -> tuple[selectors.Quota, Profile]:
+    """The person's daily limits (selectors.quota_for) and profile (`profile_get`) in one
+    read: every chat turn needs both before its model call, and on PostgreSQL each read is
+    a round trip to another process."""
+    found = raw_first(
+        Profile,
+        ", m.daily_message_limit AS quota_messages, m.daily_token_limit AS quota_tokens"
+        " FROM accounts_profile p LEFT JOIN accounts_membership m ON m.user_id = p.user_id"
+        " WHERE p.user_id = %s",
+        [user.pk],
+        table="p",
+    )
+    if found is None:
+        return selectors.quota_for(user=user), profile_get(user=user)
+    quota = selectors.quota_of(
+        found.__dict__.pop("quota_messages"), found.__dict__.pop("quota_tokens")
+    )
+    return quota, found
+
+
 def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:
     if theme not in Profile.Theme.values:
         raise ServiceError("invalid", gettext_lazy("Choose System, Light or Dark."))
@@ -158,13 +178,14 @@ def _until(moment: datetime, now: datetime) -> Text:
     return lazy_format(gettext_lazy("%(minutes)s min"), minutes=minutes)
 
 
-def quota_check(*, user: AbstractBaseUser) -> None:
-    """Refuse a chat turn once the user's daily message or token quota is used up.
+def quota_check(*, user: AbstractBaseUser, quota: selectors.Quota | None = None) -> None:
+    """Refuse a chat turn once the user's daily message or token quota is used up; `quota`:
+    their limits when read already (`turn_account`).
 
     Counted from saved messages, so it holds across processes; two turns started at the
     same instant may both pass at the edge, which a daily budget can afford.
     """
-    quota = selectors.quota_for(user=user)
+    quota = quota or selectors.quota_for(user=user)
     if not quota.messages and not quota.tokens:
         return
     now = timezone.now()

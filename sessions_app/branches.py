@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils.translation import gettext_lazy
 
@@ -26,6 +26,7 @@ from core.exceptions import NotFound, ServiceError
 from core.realtime import publish, session_group
 
 from .models import Message, Session
+from .selectors import PathRow, path_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,24 @@ def path_tip(*, session_id: str) -> Message | None:
         "FROM sessions_app_message WHERE session_id = %s AND active = %s ORDER BY id DESC LIMIT 1",
         [session_id, True],
     )
+
+
+_TIP_FIELDS = frozenset(
+    ("id", "session_id", "role", "status", "prompt_tokens", "completion_tokens")
+)
+
+
+def path_with_tip(*, session_id: str) -> tuple[list[PathRow], Message | None]:
+    """The selected path (selectors.path_rows) and its tip in one read: a new message's
+    parent and the messages the model is sent, both. The tip has the fields read (id,
+    session, role, status, its call's usage); the others load on access."""
+    rows = path_rows(session_id=session_id)
+    if not rows:
+        return rows, None
+    tip = rows[-1]
+    read = {**tip._asdict(), "session_id": session_id}
+    names = [f.attname for f in Message._meta.concrete_fields if f.attname in _TIP_FIELDS]
+    return rows, Message.from_db(connection.alias, names, [read[n] for n in names])
 
 
 def path_link_new_session(*, session_id: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
@@ -66,53 +66,78 @@ def message_ids_matching(
         return [row[0] for row in cursor.fetchall()]
 
 
-_API_MESSAGES_SQL = """
-    SELECT role, content, context_block, tool_calls, tool_call_id
-    FROM sessions_app_message WHERE session_id = %s AND active = %s AND role <> %s"""
+class PathRow(NamedTuple):
+    """A message of the selected path as `path_rows` reads it: what the model is sent, and
+    what a new message's parent is asked (its status, the usage of its call)."""
+
+    id: int
+    role: str
+    status: str
+    prompt_tokens: int
+    completion_tokens: int
+    content: str
+    context_block: str
+    tool_calls: Any  # as stored: api_messages_of decodes it
+    tool_call_id: str
+
+
+_PATH_SQL = """
+    SELECT id, role, status, prompt_tokens, completion_tokens, content, context_block,
+           tool_calls, tool_call_id
+    FROM sessions_app_message WHERE session_id = %s AND active = %s"""
+
+
+def path_rows(*, session_id: str, upto: int | None = None) -> list[PathRow]:
+    """The selected path of a conversation in order; with `upto`, only messages with ids
+    up to it. The last row is the path's tip (branches.path_tip); `api_messages_of` turns
+    the rows into what the model receives. Read on a cursor, as every turn reads it before
+    its model call: the ORM's `values()` took three times as long as the read itself on a
+    60-message path, growing with it."""
+    sql = _PATH_SQL + (" AND id <= %s" if upto is not None else "") + " ORDER BY id"
+    params: list[Any] = [session_id, True]
+    if upto is not None:
+        params.append(upto)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(map(PathRow._make, cursor.fetchall()))
 
 
 def api_messages(
     *, session_id: str, system_prompt: str, upto: int | None = None
 ) -> list[dict[str, Any]]:
-    """The conversation as the model receives it: the frozen system prompt, then every
-    message of the selected path (other branches never reach the model) in order,
-    byte-for-byte the same as in earlier calls (so each request extends the previous one
-    and the provider's prefix cache keeps hitting).
+    """The conversation as the model receives it (`api_messages_of` its `path_rows`)."""
+    return api_messages_of(path_rows(session_id=session_id, upto=upto), system_prompt)
 
-    User messages carry the recall fence they were first sent with. Empty assistant
-    placeholders are skipped, and unmatched tool calls/results are dropped, because the API
-    refuses a tool call without its result (a crash mid-call can leave one behind). With
-    `upto`, only messages with ids up to it (what a compression works on).
 
-    Read on a cursor, as every turn reads it before its model call: the ORM's `values()`
-    took three times as long as the read itself on a 60-message path, growing with it.
-    """
-    sql = _API_MESSAGES_SQL + (" AND id <= %s" if upto is not None else "") + " ORDER BY id"
-    params: list[Any] = [session_id, True, Message.Role.SYSTEM]
-    if upto is not None:
-        params.append(upto)
+def api_messages_of(rows: list[PathRow], system_prompt: str) -> list[dict[str, Any]]:
+    """The frozen system prompt, then every message of the selected path (`path_rows`;
+    other branches never reach the model) in order, byte-for-byte the same as in earlier
+    calls (so each request extends the previous one and the provider's prefix cache keeps
+    hitting).
+
+    User messages carry the recall fence they were first sent with. System markers, empty
+    assistant placeholders and unmatched tool calls/results are left out: the API refuses
+    a tool call without its result (a crash mid-call can leave one behind)."""
+    answered = {row.tool_call_id for row in rows if row.role == Message.Role.TOOL}
     decode = Message._meta.get_field("tool_calls").from_db_value
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    answered = {call_id for role, *_, call_id in rows if role == Message.Role.TOOL}
     called: set[str] = set()
     out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
-    for role, content, context_block, tool_calls, call_id in rows:
-        if role == Message.Role.USER:
-            if context_block:
-                content = f"{content}\n\n{context_block}"
+    for row in rows:
+        if row.role == Message.Role.USER:
+            content = row.content
+            if row.context_block:
+                content = f"{content}\n\n{row.context_block}"
             out.append({"role": "user", "content": content})
-        elif role == Message.Role.ASSISTANT:
-            requested = decode(tool_calls, None, connection) or []
+        elif row.role == Message.Role.ASSISTANT:
+            requested = decode(row.tool_calls, None, connection) or []
             calls = [c for c in requested if c.get("id") in answered]
-            if not calls and not content:
+            if not calls and not row.content:
                 continue
-            message: dict[str, Any] = {"role": "assistant", "content": content or None}
+            message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
             if calls:
                 message["tool_calls"] = calls
                 called.update(c["id"] for c in calls)
             out.append(message)
-        elif role == Message.Role.TOOL and call_id in called:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        elif row.role == Message.Role.TOOL and row.tool_call_id in called:
+            out.append({"role": "tool", "tool_call_id": row.tool_call_id, "content": row.content})
     return out

@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from accounts.selectors import Quota
 from accounts.services import quota_check
 from core.db.rows import raw_first
 from core.exceptions import NotFound, ServiceError, lazy_format
@@ -24,6 +25,7 @@ from . import branches, turn_claim
 from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
+from .selectors import PathRow
 from .session_model import (
     check_model_choice,
     model_config_for,
@@ -87,6 +89,10 @@ class TurnStart:
     #: What the runner read for the turn's setup right after the claim, in the same trip to
     #: the database thread (agent.prompt.TurnFacts); None: not read yet.
     facts: Any = None
+    #: The selected path up to the new user message (selectors.path_rows' rows) where the
+    #: claim read it (a new message, not an edit, a regeneration or a pending one): what
+    #: the first model call is sent, without reading it again. None: not read.
+    path: list[PathRow] | None = None
 
     @property
     def token(self) -> str:
@@ -129,6 +135,7 @@ def turn_begin(
     model: str | None = None,
     message_id: Any = None,
     pending: bool = False,
+    quota: Quota | None = None,
 ) -> TurnStart:
     """Persist the user's message first (before any model call and before any wait), then
     lease the conversation (see turn_claim); the caller releases ``start.lease`` when done.
@@ -145,10 +152,11 @@ def turn_begin(
     the compression threshold, which compresses it first (preflight) — a new message is
     saved and a TurnStart without a lease returned; with `pending` that saved message is
     answered later. Edits, regenerations and model switches need the lease: they are
-    refused while the conversation is busy.
+    refused while the conversation is busy. `quota`: the person's limits, when read already
+    (accounts.services.turn_account).
     """
     if not pending:
-        quota_check(user=user)
+        quota_check(user=user, quota=quota)
     if not (regenerate or pending):
         text = check_message_text(text)
     choice = check_model_choice(model) if model else None
@@ -185,10 +193,15 @@ def turn_begin(
             session.last_activity_at = now
         if switch:
             session_model_apply(session=session, choice=choice)
-        user_message = parent = None
+        user_message = parent = path = None
         if pending:
             user_message = parent = _pending_user_message(session)
-        elif not created:  # a new conversation's first message starts its one path
+        elif created:  # a new conversation's first message starts its one path
+            path = []
+        elif plain:
+            # The tip is the new message's parent; the path, the model call's messages.
+            path, parent = branches.path_with_tip(session_id=session.pk)
+        else:
             parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
         if lease is not None and (
             lease.took_over
@@ -205,6 +218,10 @@ def turn_begin(
             user_message = parent = Message.objects.create(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
+            if path is not None:
+                path.append(
+                    PathRow(user_message.pk, Message.Role.USER, "", 0, 0, text, "", None, "")
+                )
             if lease is not None and not created and _preflight(session, lease, user_message):
                 lease = None
                 session.message_count -= 1
@@ -226,7 +243,7 @@ def turn_begin(
     if switch:
         session.refresh_from_db()  # the model, its settings and the prompt to freeze anew
     switched = session_id if session_id and session_id != session.pk else None
-    return TurnStart(session, created, user_message, assistant, lease, switched)
+    return TurnStart(session, created, user_message, assistant, lease, switched, path=path)
 
 
 def _turn_session(
@@ -360,11 +377,10 @@ def _preflight(session: Session, lease: Lease, message: Message) -> bool:
 
 
 def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Message | None:
-    """The parent of the turn's first new message, after taking off the selected path
-    what the new message replaces. Precondition: holding the claim, in a transaction."""
-    if not regenerate and message_id is None:
-        return branches.path_tip(session_id=session.pk)
-    if regenerate and message_id is None:
+    """The parent of an edit's or a regeneration's first new message, after taking off the
+    selected path what the new message replaces. Precondition: holding the claim, in a
+    transaction."""
+    if message_id is None:
         asked = session.messages.filter(role=Message.Role.USER, active=True).order_by("-id").first()
         if asked is None:
             raise ServiceError(

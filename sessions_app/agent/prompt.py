@@ -17,7 +17,7 @@ from django.utils import timezone
 from accounts.services import profile_get
 
 from ..models import API_SOURCE, Session
-from ..selectors import api_messages
+from ..selectors import PathRow, api_messages_of, path_rows
 from ..services import system_prompt_store
 from ..session_model import session_model_choice, session_model_for_turn
 from .extensions import prompt_sections
@@ -134,15 +134,23 @@ class TurnFacts:
     prompt: str
     #: The user's messages on the path, when the turn recalls memory for one (else 0).
     user_turns: int
-    #: The conversation as the first model call sends it (api_messages), its system message
-    #: `prompt` as read here.
+    #: The conversation as the first model call sends it (selectors.api_messages), its
+    #: system message `prompt` as read here.
     messages: list[dict[str, Any]]
 
 
 def turn_facts(
-    *, session: Session, user: Any, recalling: bool, may_switch: bool = True
+    *,
+    session: Session,
+    user: Any,
+    recalling: bool,
+    may_switch: bool = True,
+    profile: Any = None,
+    path: list[PathRow] | None = None,
 ) -> TurnFacts | None:
-    """`recalling`: the turn answers a new user message (not a regeneration).
+    """`recalling`: the turn answers a new user message (not a regeneration). `profile`
+    and `path` (selectors.path_rows): the person's profile and the selected path where the
+    caller read them already.
 
     A chat whose model was deleted or disabled falls back to the default here (with a
     "Switched to" marker, which tabs hear: call once they listen), before the prompt is
@@ -152,10 +160,12 @@ def turn_facts(
         if not may_switch:
             return None
         model, _notice = session_model_for_turn(session)
-    profile = profile_get(user=user)
+    profile = profile or profile_get(user=user)
     memory_on = uses_memory(session, profile)
     prompt = session.system_prompt.prompt if session.system_prompt_id else ""
-    messages = api_messages(session_id=session.pk, system_prompt=prompt)
+    if path is None:
+        path = path_rows(session_id=session.pk)
+    messages = api_messages_of(path, prompt)
     # Every user message of the path reaches the model: they are counted there.
     user_turns = sum(m["role"] == "user" for m in messages) if recalling and memory_on else 0
     return TurnFacts(model, profile, memory_on, prompt, user_turns, messages)

@@ -6,11 +6,13 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.models import Membership
-from accounts.selectors import day_bounds
-from accounts.services import quota_check
+from accounts.models import Membership, Profile
+from accounts.selectors import Quota, day_bounds
+from accounts.services import profile_get, quota_check, turn_account
 from core.exceptions import ServiceError
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
@@ -84,6 +86,28 @@ def test_a_personal_limit_beats_the_team_default_and_zero_means_none(owner, outs
     Membership.objects.filter(user=outsider).update(daily_message_limit=5)
     with pytest.raises(ServiceError):
         quota_check(user=outsider)
+
+
+@pytest.mark.django_db
+def test_a_turn_reads_its_own_persons_limits_and_profile_in_one_statement(
+    owner, outsider, settings
+):
+    settings.HERMES_DAILY_MESSAGE_LIMIT = 2
+    settings.HERMES_DAILY_TOKEN_LIMIT = 9000
+    Membership.objects.create(user=outsider, daily_message_limit=10, daily_token_limit=0)
+    for person in (owner, outsider):
+        profile_get(user=person)  # made when they signed up
+    Profile.objects.filter(user=outsider).update(identity="You are the outsider's agent.")
+    with CaptureQueriesContext(connection) as queries:
+        quota, profile = turn_account(user=outsider)
+    assert len(queries) == 1
+    assert quota == Quota(messages=10, tokens=0)
+    assert profile.user_id == outsider.pk and profile.identity == "You are the outsider's agent."
+    # No membership of their own: the team's limits; no profile yet: made now.
+    Profile.objects.filter(user=owner).delete()
+    quota, profile = turn_account(user=owner)
+    assert quota == Quota(messages=2, tokens=9000)
+    assert profile.user_id == owner.pk and Profile.objects.filter(user=owner).exists()
 
 
 @pytest.mark.django_db

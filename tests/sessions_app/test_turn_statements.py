@@ -12,6 +12,7 @@ from accounts.services import profile_get
 from sessions_app.agent.prepare import turn_open
 from sessions_app.agent.prompt import session_freeze_prompt
 from sessions_app.models import Message, Session
+from sessions_app.selectors import api_messages
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,11 +42,16 @@ def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, s
     with CaptureQueriesContext(connection) as queries:
         start = turn_open(user=owner, session_id=None, text="Plan the staging deploy")
     assert start.facts.prompt and start.facts.prompt == start.session.system_prompt.prompt
-    # The claim: quota, model, the titles in use, the conversation INSERTed with its lease
-    # and counters, the two messages (one transaction; no tip to read in a conversation
-    # that has none); the setup's two reads; the freeze with the profile the setup read
-    # (one transaction).
-    assert counted(queries) == (6 + 2 + 6, 2)
+    # The quota with the profile; the claim: model, the titles in use, the conversation
+    # INSERTed with its lease and counters, the two messages (one transaction; no path to
+    # read in a conversation that has none, so the model call's messages are known); the
+    # freeze with the profile read first (one transaction).
+    assert counted(queries) == (1 + 5 + 6, 2)
+    # The model call's messages, as a read of the path gives them.
+    assert start.facts.messages[1:] == [{"role": "user", "content": "Plan the staging deploy"}]
+    assert (
+        start.facts.messages[1:] == api_messages(session_id=start.session.pk, system_prompt="")[1:]
+    )
     assert start.lease.release()
     stored = Session.objects.get(pk=start.session.pk)
     assert stored.message_count == 2
@@ -53,7 +59,7 @@ def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, s
     assert stored.started_at == stored.last_activity_at == start.user_message.timestamp
 
 
-def test_a_later_turn_is_claimed_and_read_in_eight_statements(owner, scripted):
+def test_a_later_turn_is_claimed_and_read_in_six_statements(owner, scripted):
     first = turn_open(user=owner, session_id=None, text="Hello")
     Message.objects.filter(pk=first.assistant_message.pk).update(
         status="complete", content="Hi.", prompt_tokens=40, completion_tokens=5
@@ -61,11 +67,18 @@ def test_a_later_turn_is_claimed_and_read_in_eight_statements(owner, scripted):
     first.lease.release()
     with CaptureQueriesContext(connection) as queries:
         start = turn_open(user=owner, session_id=first.session.pk, text="Again")
-    # Quota; the conversation with its prompt, its lease, the path's tip, the two new
-    # messages (one transaction); then the profile and the conversation for the model.
-    assert counted(queries) == (8, 1)
-    assert start.facts is not None and start.facts.messages[-1] == {
-        "role": "user",
-        "content": "Again",
-    }
+    # The quota with the profile; the conversation with its prompt, its lease, the path
+    # (its tip is the new message's parent; the rest, the model call's messages), the two
+    # new messages (one transaction).
+    assert counted(queries) == (6, 1)
+    assert start.facts is not None and start.facts.messages[1:] == [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi."},
+        {"role": "user", "content": "Again"},
+    ]
+    # What a fresh read of the path sends, byte for byte (the provider's prefix cache).
+    assert start.facts.messages == api_messages(
+        session_id=start.session.pk, system_prompt=start.facts.prompt
+    )
+    assert start.user_message.parent_id == first.assistant_message.pk
     start.lease.release()
