@@ -28,13 +28,14 @@ RENEW_WITHIN = 0.25
 
 def renew_ageing(warm: Callable[[], object] | None = None) -> bool:
     """Replace this thread's connections that are within RENEW_WITHIN of their age limit
-    (outside a transaction), then run `warm` on them; True if one was replaced. A failure
-    is logged, not raised: the next unit of work connects as it always did."""
+    and in autocommit (outside a transaction, nothing left uncommitted), then run `warm`
+    on them; True if one was replaced. A failure is logged, not raised: the next unit of
+    work connects as it always did."""
     renewed = False
     for conn in connections.all(initialized_only=True):
         max_age = conn.settings_dict["CONN_MAX_AGE"]
-        if not max_age or conn.connection is None or conn.in_atomic_block:
-            continue
+        if not max_age or conn.connection is None or not conn.get_autocommit():
+            continue  # inside a transaction, or with work not committed yet
         if time.monotonic() < conn.close_at - max_age * RENEW_WITHIN:
             continue
         try:

@@ -11,6 +11,8 @@ import pytest
 from django.db import close_old_connections, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import Profile
+from accounts.services import profile_get
 from core.db import renew
 from sessions_app import answers
 from sessions_app.agent.llm.cost import CallUsage
@@ -109,6 +111,22 @@ def test_a_connection_inside_a_transaction_is_not_touched(max_age):
         assert renew.renew_ageing(warm=lambda: warmed.append(1)) is False
         assert backend() == old
     assert warmed == []
+
+
+@postgresql_only
+def test_a_connection_with_uncommitted_work_outside_atomic_is_not_touched(owner, max_age):
+    profile_get(user=owner)
+    connection.set_autocommit(False)
+    try:
+        Profile.objects.filter(user=owner).update(identity="Not committed yet.")
+        old = backend()
+        age_to(1)
+        assert renew.renew_ageing() is False
+        assert backend() == old
+        connection.commit()
+    finally:
+        connection.set_autocommit(True)
+    assert Profile.objects.get(user=owner).identity == "Not committed yet."
 
 
 @postgresql_only
