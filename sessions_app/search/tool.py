@@ -25,6 +25,7 @@ from core.exceptions import NotFound, ServiceError, lazy_format
 
 from ..agent.tools import Tool, ToolContext, ToolResult
 from ..models import Message, Session
+from ..services import access_session
 from .service import (
     check_roles,
     recent_conversations,
@@ -147,8 +148,8 @@ def _access_session(ctx: ToolContext, session_id: Any) -> Session:
         raise ServiceError(
             "invalid_arguments", gettext_lazy("'session_id' must be a conversation id.")
         )
-    session = Session.objects.filter(id=session_id.strip(), owner=ctx.user).first()
-    if session is None or session.end_reason == Session.EndReason.DELETED:
+    session = access_session(user=ctx.user, session_id=session_id.strip())
+    if session.end_reason == Session.EndReason.DELETED:
         raise NotFound(gettext_lazy("conversation"))
     return session
 
