@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.selectors import Quota
 from accounts.services import quota_check
+from core.db.insert import insert_with_child
 from core.db.rows import raw_first
 from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
@@ -198,9 +199,11 @@ def turn_begin(
             user_message = parent = _pending_user_message(session)
         elif created:  # a new conversation's first message starts its one path
             path = []
-        elif plain:
+        elif plain and lease is not None:
             # The tip is the new message's parent; the path, the model call's messages.
             path, parent = branches.path_with_tip(session_id=session.pk)
+        elif plain:  # saved to wait for a compression: only its parent is needed
+            parent = branches.path_tip(session_id=session.pk)
         else:
             parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
         if lease is not None and (
@@ -214,27 +217,28 @@ def turn_begin(
             # here (a holder's recovery closes them before it frees the lease; the sweep of
             # abandoned answers takes any other).
             turn_claim.answers_interrupt([session.pk])
+        assistant = None
         if asks:
-            user_message = parent = Message.objects.create(
+            user_message = Message(
                 session=session, role=Message.Role.USER, content=text, timestamp=now, parent=parent
             )
+            if lease is not None and not created and _preflight(session, lease, user_message):
+                lease = None
+                session.message_count -= 1
+            if lease is None:
+                user_message.save(force_insert=True)
+            else:
+                # The message and the answer that replies to it: one INSERT on PostgreSQL.
+                assistant = _answer_placeholder(session, now)
+                insert_with_child(user_message, assistant, link="parent")
             if path is not None:
                 path.append(
                     PathRow(user_message.pk, Message.Role.USER, "", 0, 0, text, "", None, "")
                 )
-            if lease is not None and not created and _preflight(session, lease, user_message):
-                lease = None
-                session.message_count -= 1
-        assistant = None
-        if lease is not None:
-            assistant = Message.objects.create(
-                session=session,
-                role=Message.Role.ASSISTANT,
-                status=Message.Status.STREAMING,
-                model=session.model,
-                timestamp=now,
-                parent=parent,
-            )
+        elif lease is not None:
+            assistant = _answer_placeholder(session, now)
+            assistant.parent = parent
+            assistant.save(force_insert=True)
         if regenerate or message_id is not None:
             first = user_message or assistant
             branches.branch_changed_on_commit(
@@ -367,9 +371,21 @@ def _pending_user_message(session: Session) -> Message:
     return tip
 
 
+def _answer_placeholder(session: Session, now: datetime) -> Message:
+    """The turn's answer, unsaved: "streaming" until the model's last word."""
+    return Message(
+        session=session,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.STREAMING,
+        model=session.model,
+        timestamp=now,
+    )
+
+
 def _preflight(session: Session, lease: Lease, message: Message) -> bool:
     """A message that takes the conversation past the compression threshold compresses it
-    before the model call (Hermes' preflight): the lease goes back to the compression."""
+    before the model call (Hermes' preflight): the lease goes back to the compression.
+    `message`: the new one, not saved yet (it is written after this, with the answer)."""
     if not compression_schedule(session_id=session.pk, session=session, after=message):
         return False
     lease.release(message_count=F("message_count") - 1)  # no answer is written now

@@ -46,13 +46,19 @@ def estimated_next_prompt(session: Session, *, after: Message | None = None) -> 
     """Tokens the next call will send: the last real usage (prompt + reply), plus chars/4
     for anything written after that call (one query: the measured answer and what follows).
 
-    `after`: the message just written at the tip of the selected path, its parent as read
-    in this transaction; when that parent is the measured answer (a plain next message),
-    no query."""
+    `after`: the message about to be written at the tip of the selected path (or just
+    written), its parent as read in this transaction; when that parent is the measured
+    answer (a plain next message), no query."""
     parent = after.parent if after is not None else None
     if parent is not None and parent.role == Message.Role.ASSISTANT and parent.prompt_tokens > 0:
         newer = [{"content": after.content, "tool_calls": after.tool_calls}]
         return parent.prompt_tokens + parent.completion_tokens + estimate_tokens(newer)
+    # A message not written yet is not in the rows read below: counted on its own.
+    unsaved = estimate_tokens(
+        [{"content": after.content, "tool_calls": after.tool_calls}]
+        if after is not None and after._state.adding
+        else []
+    )
     measured = (
         session.messages.filter(role=Message.Role.ASSISTANT, prompt_tokens__gt=0, active=True)
         .order_by("-id")
@@ -64,9 +70,9 @@ def estimated_next_prompt(session: Session, *, after: Message | None = None) -> 
         .values("prompt_tokens", "completion_tokens", "content", "tool_calls")
     )
     if not rows:  # no call measured yet
-        return estimate_tokens(api_messages(session_id=session.pk, system_prompt=""))
+        return estimate_tokens(api_messages(session_id=session.pk, system_prompt="")) + unsaved
     last, newer = rows[0], rows[1:]
-    return last["prompt_tokens"] + last["completion_tokens"] + estimate_tokens(newer)
+    return last["prompt_tokens"] + last["completion_tokens"] + estimate_tokens(newer) + unsaved
 
 
 def needs_compression(

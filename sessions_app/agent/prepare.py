@@ -29,7 +29,8 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
     to the database thread where there were two; every turn of the process queues there).
     The quota and the profile come in one read, the path the model is sent in the claim's.
     A chat whose model is gone is switched by the turn itself, once the tab listens."""
-    quota, profile = turn_account(user=user)
+    # A message answered after a compression is not counted again: no quota to read.
+    quota, profile = (None, None) if begin.get("pending") else turn_account(user=user)
     start = services.turn_begin(user=user, quota=quota, **begin)
     if start.lease is None:
         return start
@@ -51,7 +52,7 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
             facts = dataclasses.replace(facts, prompt=prompt)
     except Exception:  # noqa: BLE001 - the turn reads them again, and reports a failure
         return start
-    return dataclasses.replace(start, facts=facts)
+    return dataclasses.replace(start, facts=facts, path=None)  # the rows are in the facts
 
 
 def turn_warm(*, user: Any, session_id: str) -> None:
@@ -59,9 +60,12 @@ def turn_warm(*, user: Any, session_id: str) -> None:
     connection just opened between turns (core.db.renew), so that the person's next turn
     does not meet a new backend's empty catalog caches. The same statements the claim will
     run (the profile exists by then: its read writes nothing)."""
-    turn_account(user=user)
-    services.access_session(user=user, session_id=session_id, with_prompt=True)
-    branches.path_with_tip(session_id=session_id)
+    _quota, profile = turn_account(user=user)
+    session = services.access_session(user=user, session_id=session_id, with_prompt=True)
+    path, _tip = branches.path_with_tip(session_id=session.pk)
+    turn_facts(
+        session=session, user=user, recalling=False, may_switch=False, profile=profile, path=path
+    )
 
 
 async def prepare(turn: Turn) -> Setup:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sessions_app.agent.tools import ToolContext, registry
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
 
 from .conftest import compress, make_chat
 
@@ -147,6 +147,16 @@ def test_another_users_conversation_is_not_found(owner, outsider, no_llm):
         assert not result.ok
         assert result.payload["code"] == "not_found"
         assert "private" not in json.dumps(result.payload)
+
+
+def test_a_deleted_conversation_is_not_found_and_an_id_may_have_spaces(owner, no_llm):
+    chat = make_chat(owner, [("user", "kept for a moment")])
+    result = call(owner, {"session_id": f"  {chat.id} "})
+    assert result.ok and result.payload["messages"][0]["content"] == "kept for a moment"
+    Session.objects.filter(pk=chat.pk).update(end_reason=Session.EndReason.DELETED)
+    result = call(owner, {"session_id": chat.id})
+    assert result.payload["code"] == "not_found"
+    assert "kept for a moment" not in json.dumps(result.payload)
 
 
 def test_scroll_anchor_must_belong_to_the_conversation(owner, no_llm):

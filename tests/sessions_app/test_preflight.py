@@ -1,7 +1,7 @@
 """The turn's preflight on the real database: a message that alone takes the conversation past
 the compression threshold is saved and the conversation compressed before any model call;
-one just under it is answered. The estimate from the answer just read (no query) agrees with
-the one the database gives."""
+one just under it is answered. The estimate for the new message, before or after it is
+written, agrees with the one the database gives."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_a_message_that_passes_the_threshold_compresses_first(
 
 
 @pytest.mark.parametrize(("measured_tip", "tokens"), [(True, 1560), (False, 1598)])
-def test_the_estimate_from_the_message_just_written_matches_the_database(
+def test_the_estimate_for_the_new_message_matches_the_database(
     owner, django_assert_num_queries, measured_tip, tokens
 ):
     session = measured_conversation(owner)
@@ -63,10 +63,12 @@ def test_the_estimate_from_the_message_just_written_matches_the_database(
         Message.objects.create(session=session, role=Message.Role.USER, content="third " * 9)
         Message.objects.create(session=session, role=Message.Role.ASSISTANT, content="Ok " * 7)
     tip = session.messages.filter(active=True).order_by("-id").first()
-    written = Message.objects.create(
-        session=session, role=Message.Role.USER, content="next " * 40, parent=tip
-    )
-    # 1,500 measured + chars/4 + 10 for each message after the measured answer.
-    assert estimated_next_prompt(session) == tokens
+    # The turn asks before writing the message (it goes in with the answer).
+    unsaved = Message(session=session, role=Message.Role.USER, content="next " * 40, parent=tip)
     with django_assert_num_queries(0 if measured_tip else 1):
-        assert estimated_next_prompt(session, after=written) == tokens
+        before_written = estimated_next_prompt(session, after=unsaved)
+    unsaved.save()
+    # 1,500 measured + chars/4 + 10 for each message after the measured answer.
+    assert estimated_next_prompt(session) == before_written == tokens
+    with django_assert_num_queries(0 if measured_tip else 1):
+        assert estimated_next_prompt(session, after=unsaved) == tokens
