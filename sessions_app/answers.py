@@ -4,6 +4,7 @@ the turn), and the messages of a tool round."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -16,6 +17,17 @@ from . import branches
 from .agent.llm.cost import CallUsage
 from .billing import session_counters
 from .models import Message, Session
+
+
+def answer_placeholder(session: Session, now: datetime) -> Message:
+    """A turn's answer, not written yet: "streaming" until the model's last word."""
+    return Message(
+        session=session,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.STREAMING,
+        model=session.model,
+        timestamp=now,
+    )
 
 
 def user_message_set_context(*, message_id: int, context_block: str) -> None:

@@ -22,7 +22,7 @@ from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
 
-from . import branches, turn_claim
+from . import answers, branches, turn_claim
 from .ending import session_end_notify
 from .lineage import compression_tip, lineage_ids
 from .models import Message, Session, SystemPrompt
@@ -229,14 +229,14 @@ def turn_begin(
                 user_message.save(force_insert=True)
             else:
                 # The message and the answer that replies to it: one INSERT on PostgreSQL.
-                assistant = _answer_placeholder(session, now)
+                assistant = answers.answer_placeholder(session, now)
                 insert_with_child(user_message, assistant, link="parent")
             if path is not None:
                 path.append(
                     PathRow(user_message.pk, Message.Role.USER, "", 0, 0, text, "", None, "")
                 )
         elif lease is not None:
-            assistant = _answer_placeholder(session, now)
+            assistant = answers.answer_placeholder(session, now)
             assistant.parent = parent
             assistant.save(force_insert=True)
         if regenerate or message_id is not None:
@@ -369,17 +369,6 @@ def _pending_user_message(session: Session) -> Message:
             "nothing_to_regenerate", gettext_lazy("There is no message waiting for an answer.")
         )
     return tip
-
-
-def _answer_placeholder(session: Session, now: datetime) -> Message:
-    """The turn's answer, unsaved: "streaming" until the model's last word."""
-    return Message(
-        session=session,
-        role=Message.Role.ASSISTANT,
-        status=Message.Status.STREAMING,
-        model=session.model,
-        timestamp=now,
-    )
 
 
 def _preflight(session: Session, lease: Lease, message: Message) -> bool:
