@@ -19,7 +19,7 @@ from .billing import session_counters
 from .models import Message, Session
 
 
-def answer_placeholder(session: Session, now: datetime) -> Message:
+def answer_placeholder(session: Session, now: datetime, parent: Message | None = None) -> Message:
     """A turn's answer, not written yet: "streaming" until the model's last word."""
     return Message(
         session=session,
@@ -27,6 +27,7 @@ def answer_placeholder(session: Session, now: datetime) -> Message:
         status=Message.Status.STREAMING,
         model=session.model,
         timestamp=now,
+        parent=parent,
     )
 
 

@@ -52,9 +52,12 @@ def path_tip(*, session_id: str) -> Message | None:
     )
 
 
-_TIP_FIELDS = frozenset(
-    ("id", "session_id", "role", "status", "prompt_tokens", "completion_tokens")
-)
+# The fields a path's tip is built with (role, status, its call's usage), in the model's order.
+_TIP_FIELDS = [
+    f.attname
+    for f in Message._meta.concrete_fields
+    if f.attname in ("id", "session_id", "role", "status", "prompt_tokens", "completion_tokens")
+]
 
 
 def path_with_tip(*, session_id: str) -> tuple[list[PathRow], Message | None]:
@@ -66,8 +69,7 @@ def path_with_tip(*, session_id: str) -> tuple[list[PathRow], Message | None]:
         return rows, None
     tip = rows[-1]
     read = {**tip._asdict(), "session_id": session_id}
-    names = [f.attname for f in Message._meta.concrete_fields if f.attname in _TIP_FIELDS]
-    return rows, Message.from_db(connection.alias, names, [read[n] for n in names])
+    return rows, Message.from_db(connection.alias, _TIP_FIELDS, [read[n] for n in _TIP_FIELDS])
 
 
 def path_link_new_session(*, session_id: str) -> None:

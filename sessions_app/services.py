@@ -236,8 +236,7 @@ def turn_begin(
                     PathRow(user_message.pk, Message.Role.USER, "", 0, 0, text, "", None, "")
                 )
         elif lease is not None:
-            assistant = answers.answer_placeholder(session, now)
-            assistant.parent = parent
+            assistant = answers.answer_placeholder(session, now, parent)
             assistant.save(force_insert=True)
         if regenerate or message_id is not None:
             first = user_message or assistant

@@ -23,14 +23,14 @@ def insert_with_child(parent: models.Model, child: models.Model, *, link: str) -
     the models this writes have no receivers).
 
     Precondition: both unsaved instances of one model with an automatic primary key."""
-    model = type(parent)
-    meta = model._meta
-    field = meta.get_field(link)
     if connection.vendor != "postgresql":
         parent.save(force_insert=True)
         setattr(child, link, parent)
         child.save(force_insert=True)
         return
+    model = type(parent)
+    meta = model._meta
+    field = meta.get_field(link)
     first, second = RawSQL("SELECT min(n) FROM ids", ()), RawSQL("SELECT max(n) FROM ids", ())
     parent.pk, child.pk = first, second
     setattr(child, field.attname, first)
