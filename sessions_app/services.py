@@ -118,10 +118,13 @@ def check_message_text(text: Any) -> str:
     return text
 
 
-def claim_or_refuse(session: Session) -> Lease:
-    """Lease the conversation for a turn or a branch change; a clear refusal if busy."""
+def claim_or_refuse(session: Session, message_id: Any) -> Lease:
+    """Lease the conversation for a change to message `message_id`'s branch; a clear
+    refusal if busy, or if a compression has closed the part since it was read."""
     lease = turn_claim.acquire_for_turn(session_id=session.pk)
     if lease is None:
+        session.refresh_from_db(fields=["ended_at"])
+        branches.check_open_part(session, message_id)
         _refuse_busy(session, compressing=turn_claim.is_compressing(session_id=session.pk))
     return lease
 
@@ -283,10 +286,17 @@ def _turn_session(
     elif session.end_reason == Session.EndReason.COMPRESSION:
         # The conversation goes on in its newest continuation.
         session = compression_tip(session)
-    lease = turn_claim.acquire_for_turn(
-        session_id=session.pk,
-        values={"message_count": F("message_count") + added, "last_activity_at": now},
-    )
+    values = {"message_count": F("message_count") + added, "last_activity_at": now}
+    lease = turn_claim.acquire_for_turn(session_id=session.pk, values=values)
+    if lease is None:
+        again = access_session(user=user, session_id=session.pk)
+        if again.end_reason == Session.EndReason.COMPRESSION:
+            # A compression split the conversation after it was read: an edit is refused
+            # (its part is closed now), anything else goes on in the continuation.
+            if message_id is not None:
+                branches.check_open_part(again, message_id)
+            session = compression_tip(again)
+            lease = turn_claim.acquire_for_turn(session_id=session.pk, values=values)
     return session, lease, False
 
 
@@ -433,7 +443,7 @@ def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -
     conversation, and for a compressed (ended) part."""
     session = access_session(user=user, session_id=session_id)
     target = branches.check_open_part(session, message_id)
-    lease = claim_or_refuse(session)
+    lease = claim_or_refuse(session, message_id)
     try:
         with transaction.atomic():
             if target.active:

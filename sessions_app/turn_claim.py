@@ -27,9 +27,18 @@ COMPRESS = "compress"
 
 
 def acquire_for_turn(*, session_id: str, values: dict[str, Any] | None = None) -> Lease | None:
-    """Lease the conversation for a chat turn; None while a live turn or compression holds it.
+    """Lease the conversation for a chat turn (or a change to its messages); None while a
+    live turn or compression holds it, and for a part a compression ended: the UPDATE sees
+    the row as committed when it runs, so a split committed after the caller read the
+    conversation (PostgreSQL reads each statement's own snapshot) refuses it here.
     `values` are written to the conversation in the same UPDATE."""
-    return lease_acquire(Session, session_id, kind=TURN, values=values)
+    return lease_acquire(
+        Session,
+        session_id,
+        kind=TURN,
+        when=~Q(end_reason=Session.EndReason.COMPRESSION),
+        values=values,
+    )
 
 
 def open_for_turn(**fields: Any) -> tuple[Session, Lease]:
