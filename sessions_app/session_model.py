@@ -67,9 +67,17 @@ def check_model_choice(ref: str) -> ModelChoice:
 
 def session_model_choice(session: Session) -> ModelChoice | None:
     """The session's model; None when the one it used is gone (deleted or disabled).
-    Sessions from before the catalog (no entry recorded) use the default model."""
+    Sessions from before the catalog (no entry recorded) use the default model.
+
+    Read once per instance and entry: a turn asks in its preflight (the window) and its
+    setup (the model), on the conversation it read; the next turn reads both anew."""
     ref = session_entry(session)
-    return choice_for(ref) if ref else default_choice()
+    known = session.__dict__.get("_model_choice")
+    if known is not None and known[0] == ref:
+        return known[1]
+    choice = choice_for(ref) if ref else default_choice()
+    session.__dict__["_model_choice"] = (ref, choice)
+    return choice
 
 
 def session_model_apply(*, session: Session, choice: ModelChoice, gone: str = "") -> Message:

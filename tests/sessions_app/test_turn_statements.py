@@ -9,10 +9,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.services import profile_get
+from model_catalog.models import ModelEntry
 from sessions_app.agent.prepare import turn_open
 from sessions_app.agent.prompt import session_freeze_prompt
 from sessions_app.models import Message, Session
 from sessions_app.selectors import api_messages
+from tests.chat.test_models import add_entry, second  # noqa: F401 - the second model's server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,4 +86,27 @@ def test_a_later_turn_is_claimed_and_read_in_five_or_six_statements(owner, scrip
         session_id=start.session.pk, system_prompt=start.facts.prompt
     )
     assert start.user_message.parent_id == first.assistant_message.pk
+    start.lease.release()
+
+
+def test_a_later_turn_on_a_catalog_model_reads_its_entry_once(owner, scripted, second):  # noqa: F811
+    entry = add_entry(second)
+    first = turn_open(user=owner, session_id=None, text="Hello", model=str(entry.pk))
+    Message.objects.filter(pk=first.assistant_message.pk).update(
+        status="complete", content="Hi.", prompt_tokens=40, completion_tokens=5
+    )
+    first.lease.release()
+    with CaptureQueriesContext(connection) as queries:
+        start = turn_open(user=owner, session_id=first.session.pk, text="Again")
+    # The preflight asks for the model's window and the setup for the model: one read.
+    entry_reads = [q for q in queries.captured_queries if "model_catalog_modelentry" in q["sql"]]
+    assert len(entry_reads) == 1
+    assert counted(queries) == (7 - ONE_INSERT, 1)  # a later turn's, and the entry
+    assert start.facts.model.ref == str(entry.pk)
+    start.lease.release()
+    # Disabled since: the next turn reads the entry anew and falls back to the default.
+    ModelEntry.objects.filter(pk=entry.pk).update(enabled=False)
+    Message.objects.filter(pk=start.assistant_message.pk).update(status="complete", content="Ok.")
+    start = turn_open(user=owner, session_id=first.session.pk, text="Still there?")
+    assert start.facts is None or start.facts.model.ref != str(entry.pk)
     start.lease.release()
