@@ -122,14 +122,55 @@ def check_open_part(session: Session, message_id: Any) -> Message:
     if message is None:
         raise NotFound(gettext_lazy("message"))
     if session.ended_at is not None:
-        raise ServiceError(
-            "not_editable",
-            gettext_lazy(
-                "This message is in an earlier, compressed part of the conversation; "
-                "it can no longer be changed."
-            ),
-        )
+        raise part_closed()
     return message
+
+
+def part_closed() -> ServiceError:
+    """The refusal of a change to a message of a part that has ended."""
+    return ServiceError(
+        "not_editable",
+        gettext_lazy(
+            "This message is in an earlier, compressed part of the conversation; "
+            "it can no longer be changed."
+        ),
+    )
+
+
+def branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Message | None:
+    """The parent of an edit's or a regeneration's first new message, after taking off the
+    selected path what the new message replaces. Precondition: holding the claim, in a
+    transaction."""
+    if message_id is None:
+        asked = session.messages.filter(role=Message.Role.USER, active=True).order_by("-id").first()
+        if asked is None:
+            raise ServiceError(
+                "nothing_to_regenerate", gettext_lazy("There is no answer to regenerate.")
+            )
+    else:
+        target = session.messages.get(pk=message_id)
+        if not target.active:
+            raise ServiceError(
+                "not_on_path",
+                gettext_lazy("That message is on another branch; switch to it first."),
+            )
+        if not regenerate:
+            if target.role != Message.Role.USER or target.kind != Message.Kind.REGULAR:
+                raise ServiceError(
+                    "not_editable", gettext_lazy("Only your own messages can be edited.")
+                )
+            path_drop_from(session_id=session.pk, first_id=target.pk)
+            return Message.objects.filter(pk=target.parent_id).first()
+        if target.role == Message.Role.USER:
+            raise ServiceError(
+                "bad_request", gettext_lazy("Regenerate names an answer, not your message.")
+            )
+        asked = answered_user_message(target)
+    # The answer after `asked` gives way to a new one.
+    after = session.messages.filter(active=True, id__gt=asked.pk).order_by("id").first()
+    if after is not None:
+        path_drop_from(session_id=session.pk, first_id=after.pk)
+    return asked
 
 
 def path_drop_from(*, session_id: str, first_id: int) -> None:

@@ -4,7 +4,7 @@ pinning and deleting. Every function acts for `user` and refuses other people's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -118,14 +118,15 @@ def check_message_text(text: Any) -> str:
     return text
 
 
-def claim_or_refuse(session: Session, message_id: Any) -> Lease:
-    """Lease the conversation for a change to message `message_id`'s branch; a clear
-    refusal if busy, or if a compression has closed the part since it was read."""
+def claim_or_refuse(session: Session) -> Lease:
+    """Lease the conversation for a branch change; a clear refusal if busy, or if a
+    compression has closed the part since it was read."""
     lease = turn_claim.acquire_for_turn(session_id=session.pk)
     if lease is None:
-        session.refresh_from_db(fields=["ended_at"])
-        branches.check_open_part(session, message_id)
-        _refuse_busy(session, compressing=turn_claim.is_compressing(session_id=session.pk))
+        holder = turn_claim.refusal_kind(session_id=session.pk)
+        if holder == turn_claim.SPLIT:
+            raise branches.part_closed()
+        _refuse_busy(session, compressing=holder == turn_claim.COMPRESS)
     return lease
 
 
@@ -164,6 +165,46 @@ def turn_begin(
     if not (regenerate or pending):
         text = check_message_text(text)
     choice = check_model_choice(model) if model else None
+    claim = {
+        "user": user,
+        "session_id": session_id,
+        "text": text,
+        "regenerate": regenerate,
+        "temporary": temporary,
+        "choice": choice,
+        "message_id": message_id,
+        "pending": pending,
+    }
+    try:
+        return _turn_claim(**claim)
+    except _SplitMeanwhile:
+        # A compression split the conversation while this claim read it (on PostgreSQL each
+        # statement sees what is committed when it starts); nothing was written. Claimed
+        # again, the turn finds the continuation (an edit: that its part is closed).
+        try:
+            return _turn_claim(**claim)
+        except _SplitMeanwhile:  # no open part to go on in (a chain past its hop limit)
+            raise ServiceError(
+                "session_ended", gettext_lazy("This conversation has ended.")
+            ) from None
+
+
+class _SplitMeanwhile(Exception):
+    """The part a claim read was ended by a compression before the claim wrote to it."""
+
+
+def _turn_claim(
+    *,
+    user: AbstractBaseUser,
+    session_id: str | None,
+    text: str | None,
+    regenerate: bool,
+    temporary: bool,
+    choice: ModelChoice | None,
+    message_id: Any,
+    pending: bool,
+) -> TurnStart:
+    """turn_begin's transaction, on checked input; _SplitMeanwhile: nothing written."""
     plain = not (regenerate or pending or message_id is not None)
     now = timezone.now()
     asks = not (regenerate or pending)  # a new user message is written
@@ -183,15 +224,20 @@ def turn_begin(
             now=now,
         )
         switch = choice is not None and session_entry(session) != choice.ref
-        compressing = lease is None and turn_claim.is_compressing(session_id=session.pk)
+        holder = "" if lease is not None else turn_claim.refusal_kind(session_id=session.pk)
+        if holder == turn_claim.SPLIT:
+            raise _SplitMeanwhile
+        compressing = holder == turn_claim.COMPRESS
         if lease is None and (switch or not plain or not compressing):
             # Only a plain new message is saved to wait for a compression.
             _refuse_busy(session, compressing=compressing)
         if lease is None:
             added = 1
-            Session.objects.filter(pk=session.pk).update(
-                message_count=F("message_count") + added, last_activity_at=now
+            waiting = Session.objects.filter(pk=session.pk).exclude(
+                end_reason=Session.EndReason.COMPRESSION
             )
+            if not waiting.update(message_count=F("message_count") + added, last_activity_at=now):
+                raise _SplitMeanwhile  # split since the holder was read
         if not created:
             session.message_count += added
             session.last_activity_at = now
@@ -208,7 +254,7 @@ def turn_begin(
         elif plain:  # saved to wait for a compression: only its parent is needed
             parent = branches.path_tip(session_id=session.pk)
         else:
-            parent = _branch_point(session, regenerate=regenerate, message_id=message_id)
+            parent = branches.branch_point(session, regenerate=regenerate, message_id=message_id)
         if lease is not None and (
             lease.took_over
             or not plain
@@ -286,17 +332,10 @@ def _turn_session(
     elif session.end_reason == Session.EndReason.COMPRESSION:
         # The conversation goes on in its newest continuation.
         session = compression_tip(session)
-    values = {"message_count": F("message_count") + added, "last_activity_at": now}
-    lease = turn_claim.acquire_for_turn(session_id=session.pk, values=values)
-    if lease is None:
-        again = access_session(user=user, session_id=session.pk)
-        if again.end_reason == Session.EndReason.COMPRESSION:
-            # A compression split the conversation after it was read: an edit is refused
-            # (its part is closed now), anything else goes on in the continuation.
-            if message_id is not None:
-                branches.check_open_part(again, message_id)
-            session = compression_tip(again)
-            lease = turn_claim.acquire_for_turn(session_id=session.pk, values=values)
+    lease = turn_claim.acquire_for_turn(
+        session_id=session.pk,
+        values={"message_count": F("message_count") + added, "last_activity_at": now},
+    )
     return session, lease, False
 
 
@@ -390,42 +429,6 @@ def _preflight(session: Session, lease: Lease, message: Message) -> bool:
     return True
 
 
-def _branch_point(session: Session, *, regenerate: bool, message_id: Any) -> Message | None:
-    """The parent of an edit's or a regeneration's first new message, after taking off the
-    selected path what the new message replaces. Precondition: holding the claim, in a
-    transaction."""
-    if message_id is None:
-        asked = session.messages.filter(role=Message.Role.USER, active=True).order_by("-id").first()
-        if asked is None:
-            raise ServiceError(
-                "nothing_to_regenerate", gettext_lazy("There is no answer to regenerate.")
-            )
-    else:
-        target = session.messages.get(pk=message_id)
-        if not target.active:
-            raise ServiceError(
-                "not_on_path",
-                gettext_lazy("That message is on another branch; switch to it first."),
-            )
-        if not regenerate:
-            if target.role != Message.Role.USER or target.kind != Message.Kind.REGULAR:
-                raise ServiceError(
-                    "not_editable", gettext_lazy("Only your own messages can be edited.")
-                )
-            branches.path_drop_from(session_id=session.pk, first_id=target.pk)
-            return Message.objects.filter(pk=target.parent_id).first()
-        if target.role == Message.Role.USER:
-            raise ServiceError(
-                "bad_request", gettext_lazy("Regenerate names an answer, not your message.")
-            )
-        asked = branches.answered_user_message(target)
-    # The answer after `asked` gives way to a new one.
-    after = session.messages.filter(active=True, id__gt=asked.pk).order_by("id").first()
-    if after is not None:
-        branches.path_drop_from(session_id=session.pk, first_id=after.pk)
-    return asked
-
-
 def system_prompt_store(*, session: Session, text: str) -> SystemPrompt:
     """Freeze `text` as the session's system prompt (deduplicated by sha256: a text stored
     before is kept as it is, by an INSERT that ignores the conflict)."""
@@ -443,7 +446,7 @@ def branch_select(*, user: AbstractBaseUser, session_id: Any, message_id: Any) -
     conversation, and for a compressed (ended) part."""
     session = access_session(user=user, session_id=session_id)
     target = branches.check_open_part(session, message_id)
-    lease = claim_or_refuse(session, message_id)
+    lease = claim_or_refuse(session)
     try:
         with transaction.atomic():
             if target.active:
@@ -508,13 +511,3 @@ def session_delete(*, user: AbstractBaseUser, session_id: str) -> None:
         session_end_notify(session=open_part)
     with transaction.atomic():
         Session.objects.filter(owner=user, pk__in=lineage_ids(session)).delete()
-
-
-def temporary_sessions_expire() -> int:
-    """Delete temporary conversations past their retention; returns how many."""
-    cutoff = timezone.now() - timedelta(days=settings.HERMES_TEMPORARY_CHAT_DAYS)
-    expired = Session.objects.filter(temporary=True, started_at__lt=cutoff)
-    count = expired.count()
-    with transaction.atomic():
-        expired.delete()
-    return count

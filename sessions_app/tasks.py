@@ -43,6 +43,6 @@ def compress_session(self: Task, session_id: str) -> str | None:
 @shared_task(name="sessions_app.expire_temporary_chats", time_limit=300)
 def expire_temporary_chats() -> int:
     """Delete temporary chats older than HERMES_TEMPORARY_CHAT_DAYS (periodic)."""
-    from .services import temporary_sessions_expire
+    from .maintenance import temporary_sessions_expire
 
     return temporary_sessions_expire()

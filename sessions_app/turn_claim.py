@@ -24,6 +24,8 @@ from .models import Message, Session
 
 TURN = "turn"
 COMPRESS = "compress"
+#: refusal_kind: a compression ended this part; the chat goes on in its continuation.
+SPLIT = "split"
 
 
 def acquire_for_turn(*, session_id: str, values: dict[str, Any] | None = None) -> Lease | None:
@@ -55,9 +57,24 @@ def holder_kind(*, session_id: str) -> str:
     """The kind of the live lease on the conversation ("turn", "compress"), or ""."""
     row = Session.objects.filter(pk=session_id).values_list("lease_owner", "lease_expires_at")
     current = row.first()
-    if current is None or not lease_is_live(*current):
+    return "" if current is None else _live_kind(*current)
+
+
+def refusal_kind(*, session_id: str) -> str:
+    """Why `acquire_for_turn` refused the conversation: SPLIT for a part a compression
+    ended (since the caller read it), else `holder_kind`'s answer, in the same read."""
+    row = Session.objects.filter(pk=session_id).values_list(
+        "end_reason", "lease_owner", "lease_expires_at"
+    )
+    current = row.first()
+    if current is None:
         return ""
-    return owner_kind(current[0])
+    end_reason, *lease = current
+    return SPLIT if end_reason == Session.EndReason.COMPRESSION else _live_kind(*lease)
+
+
+def _live_kind(owner: str, expires: Any) -> str:
+    return owner_kind(owner) if lease_is_live(owner, expires) else ""
 
 
 def is_compressing(*, session_id: str) -> bool:

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from memory.models import MemoryEntry
+from sessions_app.maintenance import temporary_sessions_expire
 from sessions_app.models import Session
-from sessions_app.services import temporary_sessions_expire
 from tests.chat.conftest import events_until, settle
 
 pytestmark = pytest.mark.django_db(transaction=True)

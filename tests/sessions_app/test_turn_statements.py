@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts.services import profile_get
 from model_catalog.models import ModelEntry
 from sessions_app.agent.prepare import turn_open
-from sessions_app.agent.prompt import session_freeze_prompt
+from sessions_app.agent.prompt import session_freeze_prompt, turn_facts
 from sessions_app.models import Message, Session
 from sessions_app.selectors import api_messages
 from tests.chat.test_models import add_entry, second  # noqa: F401 - the second model's server
@@ -108,5 +108,8 @@ def test_a_later_turn_on_a_catalog_model_reads_its_entry_once(owner, scripted, s
     ModelEntry.objects.filter(pk=entry.pk).update(enabled=False)
     Message.objects.filter(pk=start.assistant_message.pk).update(status="complete", content="Ok.")
     start = turn_open(user=owner, session_id=first.session.pk, text="Still there?")
-    assert start.facts is None or start.facts.model.ref != str(entry.pk)
+    assert start.facts is None  # its model is gone: the turn switches it once tabs listen
+    facts = turn_facts(session=start.session, user=owner, recalling=True)
+    assert facts.model.ref != str(entry.pk)
+    assert Message.objects.filter(session=start.session, kind=Message.Kind.MODEL_SWITCH).exists()
     start.lease.release()
