@@ -3,6 +3,8 @@ pinning and deleting. Every function acts for `user` and refuses other people's 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -165,28 +167,25 @@ def turn_begin(
     if not (regenerate or pending):
         text = check_message_text(text)
     choice = check_model_choice(model) if model else None
-    claim = {
-        "user": user,
-        "session_id": session_id,
-        "text": text,
-        "regenerate": regenerate,
-        "temporary": temporary,
-        "choice": choice,
-        "message_id": message_id,
-        "pending": pending,
-    }
-    try:
-        return _turn_claim(**claim)
-    except _SplitMeanwhile:
-        # A compression split the conversation while this claim read it (on PostgreSQL each
-        # statement sees what is committed when it starts); nothing was written. Claimed
-        # again, the turn finds the continuation (an edit: that its part is closed).
-        try:
-            return _turn_claim(**claim)
-        except _SplitMeanwhile:  # no open part to go on in (a chain past its hop limit)
-            raise ServiceError(
-                "session_ended", gettext_lazy("This conversation has ended.")
-            ) from None
+    claim = functools.partial(
+        _turn_claim,
+        user=user,
+        session_id=session_id,
+        text=text,
+        regenerate=regenerate,
+        temporary=temporary,
+        choice=choice,
+        message_id=message_id,
+        pending=pending,
+    )
+    for _attempt in range(2):
+        # A compression may split the conversation while the claim reads it (on PostgreSQL
+        # each statement sees what is committed when it starts); then nothing was written,
+        # and claimed again the turn finds the continuation (an edit: that its part closed).
+        with contextlib.suppress(_SplitMeanwhile):
+            return claim()
+    # No open part to go on in (a chain past its hop limit).
+    raise ServiceError("session_ended", gettext_lazy("This conversation has ended."))
 
 
 class _SplitMeanwhile(Exception):
