@@ -297,6 +297,14 @@ DEFAULT_VARIANTS = [
         "env": {"HERMES_CHANNEL_LAYER": "local-first", "HERMES_STREAM_COALESCE_MS": "100"},
     },
     {
+        "name": "local-first layer, 50 ms, Python's 5 ms switch interval",
+        "env": {
+            "HERMES_CHANNEL_LAYER": "local-first",
+            "HERMES_STREAM_COALESCE_MS": "50",
+            "HERMES_ASGI_SWITCH_INTERVAL_MS": "5",
+        },
+    },
+    {
         "name": "after: local-first layer, 50 ms (the default)",
         "env": {"HERMES_CHANNEL_LAYER": "local-first", "HERMES_STREAM_COALESCE_MS": "50"},
     },

@@ -4,7 +4,9 @@ Channels."""
 from __future__ import annotations
 
 import os
+import sys
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
@@ -20,6 +22,9 @@ from core.origin import SameOriginValidator  # noqa: E402
 from mcp_server.routing import with_mcp  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
+# A claim's statements each hand the interpreter lock back from the event loop: see the
+# setting's note.
+sys.setswitchinterval(settings.HERMES_ASGI_SWITCH_INTERVAL_MS / 1000)
 # With SQLite, checkpoints run in a thread of their own, not in a turn's commit.
 sqlite_checkpoint_in_background()
 # Leases of this host's dead processes (an ASGI server killed mid-answer) are released

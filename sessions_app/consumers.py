@@ -16,6 +16,7 @@ import json
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -54,6 +55,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             }
             await send({"type": "websocket.send", "text": json.dumps(event)})
             await send({"type": "websocket.close", "code": 1013})
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels' dispatch without its trip to the database thread before every handler
+        (to close obsolete connections): every event a turn sends this tab, each delta, took
+        that trip, behind all the work of the process's turns queued there. Every database
+        call of these handlers goes through `database_sync_to_async`, which closes obsolete
+        connections around its own work."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         user = self.scope.get("user")

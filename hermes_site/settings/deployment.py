@@ -218,6 +218,17 @@ CELERY_TASK_SOFT_TIME_LIMIT = declare_int(
     min=1,
     help="Soft time limit of a Celery task (seconds).",
 )
+# An ASGI process runs its database work on one thread beside the event loop; after each
+# statement that thread waits for the interpreter lock, which a busy event loop keeps for
+# up to this long (Python's default: 5 ms). docs/capacity.md measures it under load.
+HERMES_ASGI_SWITCH_INTERVAL_MS = declare_float(
+    "HERMES_ASGI_SWITCH_INTERVAL_MS",
+    1.0,
+    min=0.1,
+    max=5.0,
+    help="Milliseconds an ASGI process's event loop keeps the interpreter lock from its "
+    "database thread (sys.setswitchinterval).",
+)
 # Leases (core/leases.py): how long a holder's claim on its work lasts without a renewal,
 # and how often a holder renews it. A crashed holder's work is taken over after the former.
 HERMES_LEASE_SECONDS = declare_int(

@@ -3,8 +3,10 @@ fences scrubbed, deltas coalesced, and the text saved periodically while it grow
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from sessions_app.agent.fence import StreamingContextScrubber
 
 from .. import answers
 from . import llm
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,6 +65,8 @@ class StreamState:
     message_id: int
     text: str = ""
     saved_at: float = field(default_factory=time.monotonic)
+    #: The save of the text so far that is under way, if any (see _save_progress).
+    saving: asyncio.Task[None] | None = None
     # Text received but not yet published: deltas that arrive within the coalescing window
     # go out as one event, which keeps a fast model from flooding sockets and the layer.
     unsent: str = ""
@@ -114,6 +120,9 @@ async def stream_call(
                 elif isinstance(event, llm.Completed):
                     completed = event
         await _append(scrubber.flush(), events, state, final=True)
+        if state.saving is not None:
+            # The close that follows comes after it on the database thread anyway.
+            await asyncio.wait([state.saving])
     finally:
         # Whatever the user has not seen yet is still part of the answer (unless the answer
         # is now another process's).
@@ -140,7 +149,26 @@ async def _append(
     if state.unsent and (final or time.monotonic() - state.sent_at >= window):
         await _publish_unsent(events, state)
     if text and time.monotonic() - state.saved_at >= settings.HERMES_STREAM_SAVE_INTERVAL:
-        state.saved_at = time.monotonic()
-        await database_sync_to_async(answers.assistant_save_progress)(
+        _save_progress(state)
+
+
+def _save_progress(state: StreamState) -> None:
+    """Save the text so far (what a crash would leave) without holding the stream up: the
+    database thread works through every turn of the process in order, and a save queued
+    behind other people's claims must not stall this person's answer. One save at a time
+    per answer: while one is under way the next waits, and then takes all the text."""
+    if state.saving is not None and not state.saving.done():
+        return
+    state.saved_at = time.monotonic()
+    state.saving = asyncio.ensure_future(
+        database_sync_to_async(answers.assistant_save_progress)(
             message_id=state.message_id, content=state.text
         )
+    )
+    state.saving.add_done_callback(_save_failed)
+
+
+def _save_failed(task: asyncio.Task[None]) -> None:
+    """A save that failed is logged; the answer goes on, and its close saves the text."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("saving a streaming answer failed", exc_info=task.exception())

@@ -9,9 +9,11 @@ import asyncio
 import logging
 import os
 import signal
+import threading
 import time
 
 import pytest
+from channels.db import database_sync_to_async
 
 from core.embedded import start_valkey
 from sessions_app.models import Message, Session
@@ -113,6 +115,47 @@ def test_a_running_turn_sends_heartbeats_with_its_last_seq(owner, scripted, sock
     events = run(scenario())
     alive = [e for e in events if e["type"] == "turn.alive"]
     assert alive and all(isinstance(e["seq"], int) and e["message_id"] for e in alive)
+
+
+def test_an_answer_keeps_streaming_while_the_database_thread_is_busy(owner, scripted, sockets):
+    """The process's database work runs on one thread, in order: under load, other people's
+    claims queue there. The answer's periodic save (due every 0.05 s here) waits its turn
+    on that thread, not the person reading the answer; the close saves all of it."""
+    scripted.chunk_delay = 0.02
+    scripted.enqueue(reply="word " * 60)
+    sockets.login(owner)
+    held, free = threading.Event(), threading.Event()
+
+    def other_work() -> None:  # another turn's claim, as long as the test wants
+        held.set()
+        free.wait(30)
+
+    async def scenario():
+        ws = await sockets.open(owner)
+        await ws.send_json_to({"type": "chat.send", "session": None, "text": "Talk"})
+        first = await events_until(ws, "assistant.delta")
+        blocker = asyncio.ensure_future(database_sync_to_async(other_work)())
+        assert await asyncio.to_thread(held.wait, 10)
+        during = []
+        try:
+            while len(during) < 20:
+                event = await ws.receive_json_from(timeout=5)
+                if event["type"] == "assistant.delta":
+                    during.append(event)
+        finally:
+            free.set()
+        await blocker
+        rest = await events_until(ws, "assistant.done")
+        await ws.disconnect()
+        await settle()
+        return first + during + rest
+
+    events = run(scenario())
+    text = "".join(e["text"] for e in events if e["type"] == "assistant.delta")
+    answer = Message.objects.get(role="assistant")
+    assert (answer.status, answer.content) == ("complete", text)
+    assert text.split() == ["word"] * 60
+    assert [e["status"] for e in events if e["type"] == "assistant.done"] == ["complete"]
 
 
 def test_a_huge_message_is_compressed_before_the_call(owner, scripted, sockets, settings):

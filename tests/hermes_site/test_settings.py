@@ -34,14 +34,14 @@ PROBE = (
 OUR_VARS = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "HERMES_VAR_DIR")
 
 
-def run_settings(tmp_path, **env_overrides):
+def run_settings(tmp_path, code=PROBE, **env_overrides):
     env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
     env.update(
         {"HERMES_VAR_DIR": str(tmp_path / "var"), "DJANGO_SETTINGS_MODULE": "hermes_site.settings"}
     )
     env.update(env_overrides)
     return subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {PROBE}"],
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -63,6 +63,20 @@ def test_defaults_are_safe_and_embedded(tmp_path):
     assert values["opts"]["timeout"] >= 5
     assert values["layer"] == "channels.layers.InMemoryChannelLayer"
     assert values["beat"] is True  # `make run` schedules its own housekeeping
+
+
+def test_only_the_asgi_process_shortens_the_interpreter_locks_switch_interval(tmp_path):
+    # Its database thread waits for the lock after every statement; other processes (a
+    # worker, manage.py) keep Python's default.
+    code = (
+        "import django; django.setup(); before = sys.getswitchinterval(); "
+        "import hermes_site.asgi; print(before, sys.getswitchinterval())"
+    )
+    for env, after in (({}, 0.001), ({"HERMES_ASGI_SWITCH_INTERVAL_MS": "2.5"}, 0.0025)):
+        result = run_settings(tmp_path, code, **env)
+        assert result.returncode == 0, result.stderr
+        last = result.stdout.splitlines()[-1]  # after the startup log lines
+        assert [float(v) for v in last.split()] == pytest.approx([0.005, after])
 
 
 def test_secret_key_is_generated_once_into_var_and_kept(tmp_path):
