@@ -23,7 +23,7 @@ from django.utils.formats import number_format
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext_lazy
 
-from core.db.rows import raw_first
+from core.db.rows import first_row, raw_first
 from core.exceptions import NotFound, ServiceError, Text, lazy_format
 
 from . import selectors
@@ -38,24 +38,39 @@ def profile_get(*, user: AbstractBaseUser) -> Profile:
     return found or Profile.objects.get_or_create(user=user)[0]
 
 
+def turn_account_joins(person: str) -> str:
+    """The joins that read a turn's account beside another row (`first_row` with the part
+    `(Profile, "ap")` and the columns `TURN_ACCOUNT_LIMITS`): the profile and the
+    membership's own limits of the person whose id is the column `person`."""
+    return (
+        f" LEFT JOIN accounts_profile ap ON ap.user_id = {person}"
+        f" LEFT JOIN accounts_membership am ON am.user_id = {person}"
+    )
+
+
+#: The membership's own limits, read with `turn_account_joins`.
+TURN_ACCOUNT_LIMITS = ", am.daily_message_limit, am.daily_token_limit"
+
+
+def turn_account_of(
+    *, user: AbstractBaseUser, profile: Profile | None, messages: int | None, tokens: int | None
+) -> tuple[selectors.Quota, Profile]:
+    """`turn_account` from what its joins read: the profile is made on first use."""
+    return selectors.quota_of(messages, tokens), profile or profile_get(user=user)
+
+
 def turn_account(*, user: AbstractBaseUser) -> tuple[selectors.Quota, Profile]:
     """The person's daily limits (selectors.quota_for) and profile (`profile_get`) in one
     read: every chat turn needs both before its model call, and on PostgreSQL each read is
-    a round trip to another process."""
-    found = raw_first(
-        Profile,
-        ", m.daily_message_limit AS quota_messages, m.daily_token_limit AS quota_tokens"
-        " FROM accounts_profile p LEFT JOIN accounts_membership m ON m.user_id = p.user_id"
-        " WHERE p.user_id = %s",
+    a round trip to another process. A later turn reads them with its conversation
+    (sessions_app.services.access_session)."""
+    people = get_user_model()._meta.db_table
+    profile, messages, tokens = first_row(
+        f"{TURN_ACCOUNT_LIMITS} FROM {people} u{turn_account_joins('u.id')} WHERE u.id = %s",
         [user.pk],
-        table="p",
-    )
-    if found is None:
-        return selectors.quota_for(user=user), profile_get(user=user)
-    quota = selectors.quota_of(
-        found.__dict__.pop("quota_messages"), found.__dict__.pop("quota_tokens")
-    )
-    return quota, found
+        (Profile, "ap"),
+    ) or (None, None, None)
+    return turn_account_of(user=user, profile=profile, messages=messages, tokens=tokens)
 
 
 def profile_set_theme(*, user: AbstractBaseUser, theme: str) -> Profile:

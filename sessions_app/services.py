@@ -16,10 +16,17 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from accounts.models import Profile
 from accounts.selectors import Quota
-from accounts.services import quota_check
+from accounts.services import (
+    TURN_ACCOUNT_LIMITS,
+    quota_check,
+    turn_account,
+    turn_account_joins,
+    turn_account_of,
+)
 from core.db.insert import insert_with_child
-from core.db.rows import raw_first
+from core.db.rows import first_row
 from core.exceptions import NotFound, ServiceError, lazy_format
 from core.leases import Lease
 from model_catalog.selectors import ModelChoice, default_choice
@@ -45,35 +52,56 @@ def access_session(
     """The user's session with that id; NotFound for missing and for other users' ids.
     `with_prompt`: its frozen system prompt comes in the same query (a turn sends it).
 
-    Every turn and most requests about a conversation start here: read through `raw()`,
-    which builds the same instance without compiling a query each time (the ORM's
+    Every turn and most requests about a conversation start here: read on a cursor, which
+    builds the same instance without compiling a query each time (the ORM's
     `.filter().first()` took three times as long as the read)."""
+    return _session_row(user, session_id, prompt=with_prompt, account=False)[0]
+
+
+def turn_session_read(*, user: AbstractBaseUser, session_id: Any) -> tuple[Session, Quota, Profile]:
+    """What a later turn reads before its lease, in one statement: the conversation with its
+    frozen prompt (`access_session`) and the person's daily limits and profile
+    (accounts.services.turn_account); on PostgreSQL each read is a round trip to another
+    process, and the first one after a pause is the slowest."""
+    session, profile, _prompt, messages, tokens = _session_row(
+        user, session_id, prompt=True, account=True
+    )
+    quota, profile = turn_account_of(user=user, profile=profile, messages=messages, tokens=tokens)
+    return session, quota, profile
+
+
+def _session_row(user: AbstractBaseUser, session_id: Any, *, prompt: bool, account: bool) -> list:
+    """The row of `access_session` or `turn_session_read`: the session (its frozen prompt
+    set on it when read), the profile where the account is read, then the other columns."""
     if not isinstance(session_id, str) or not session_id:
         raise NotFound(gettext_lazy("conversation"))
-    if with_prompt:
-        session = raw_first(
-            Session,
-            ", p.prompt AS frozen_prompt FROM sessions_app_session s"
-            " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
-            " WHERE s.id = %s AND s.owner_id = %s",
-            [session_id, user.pk],
-            table="s",
-        )
-    else:
-        session = raw_first(
-            Session,
-            "FROM sessions_app_session WHERE id = %s AND owner_id = %s",
-            [session_id, user.pk],
-        )
-    if session is None:
+    row = first_row(
+        _session_read_sql(prompt=prompt, account=account),
+        [session_id, user.pk],
+        (Session, "s"),
+        *([(Profile, "ap")] if account else []),
+    )
+    if row is None:
         raise NotFound(gettext_lazy("conversation"))
-    if with_prompt:
-        prompt = session.__dict__.pop("frozen_prompt")
-        if prompt is not None:
-            session.system_prompt = SystemPrompt.from_db(
-                session._state.db, ["hash", "prompt"], [session.system_prompt_id, prompt]
-            )
-    return session
+    session, text = row[0], row[1 + account] if prompt else None
+    if text is not None:
+        session.system_prompt = SystemPrompt.from_db(
+            session._state.db, ["hash", "prompt"], [session.system_prompt_id, text]
+        )
+    return row
+
+
+@functools.cache
+def _session_read_sql(*, prompt: bool, account: bool) -> str:
+    """`_session_row`'s statement after the parts' columns."""
+    columns = joins = ""
+    if prompt:
+        columns += ", p.prompt"
+        joins += " LEFT JOIN sessions_app_systemprompt p ON p.hash = s.system_prompt_id"
+    if account:
+        columns += TURN_ACCOUNT_LIMITS
+        joins += turn_account_joins("s.owner_id")
+    return f"{columns} FROM sessions_app_session s{joins} WHERE s.id = %s AND s.owner_id = %s"
 
 
 @dataclass(frozen=True)
@@ -96,6 +124,9 @@ class TurnStart:
     #: claim read it (a new message, not an edit, a regeneration or a pending one): what
     #: the first model call is sent, without reading it again. None: not read.
     path: list[PathRow] | None = None
+    #: The person's profile, read with the claim (a message answered after a compression
+    #: reads none); the setup's sections need it.
+    profile: Profile | None = None
 
     @property
     def token(self) -> str:
@@ -142,7 +173,6 @@ def turn_begin(
     model: str | None = None,
     message_id: Any = None,
     pending: bool = False,
-    quota: Quota | None = None,
 ) -> TurnStart:
     """Persist the user's message first (before any model call and before any wait), then
     lease the conversation (see turn_claim); the caller releases ``start.lease`` when done.
@@ -159,10 +189,13 @@ def turn_begin(
     the compression threshold, which compresses it first (preflight) — a new message is
     saved and a TurnStart without a lease returned; with `pending` that saved message is
     answered later. Edits, regenerations and model switches need the lease: they are
-    refused while the conversation is busy. `quota`: the person's limits, when read already
-    (accounts.services.turn_account).
+    refused while the conversation is busy. The person's daily quota is checked first (a
+    later turn's with the conversation's read, before anything is written); a message
+    answered after a compression was counted when it was saved.
     """
-    if not pending:
+    profile = None
+    if session_id is None and not pending:
+        quota, profile = turn_account(user=user)
         quota_check(user=user, quota=quota)
     if not (regenerate or pending):
         text = check_message_text(text)
@@ -177,6 +210,7 @@ def turn_begin(
         choice=choice,
         message_id=message_id,
         pending=pending,
+        profile=profile,
     )
     for _attempt in range(2):
         # A compression may split the conversation while the claim reads it (on PostgreSQL
@@ -202,8 +236,10 @@ def _turn_claim(
     choice: ModelChoice | None,
     message_id: Any,
     pending: bool,
+    profile: Profile | None,
 ) -> TurnStart:
-    """turn_begin's transaction, on checked input; _SplitMeanwhile: nothing written."""
+    """turn_begin's transaction, on checked input; _SplitMeanwhile: nothing written.
+    `profile`: the person's, read already (a new conversation's)."""
     plain = not (regenerate or pending or message_id is not None)
     now = timezone.now()
     asks = not (regenerate or pending)  # a new user message is written
@@ -211,7 +247,7 @@ def _turn_claim(
     # user's, the answer), taken back below for what is not written after all.
     added = int(asks) + 1
     with transaction.atomic():
-        session, lease, created = _turn_session(
+        session, lease, created, read = _turn_session(
             user=user,
             session_id=session_id,
             text=text,
@@ -221,7 +257,9 @@ def _turn_claim(
             choice=choice,
             added=added,
             now=now,
+            account=not pending,
         )
+        profile = profile or read
         switch = choice is not None and session_entry(session) != choice.ref
         holder = "" if lease is not None else turn_claim.refusal_kind(session_id=session.pk)
         if holder == turn_claim.SPLIT:
@@ -294,7 +332,9 @@ def _turn_claim(
     if switch:
         session.refresh_from_db()  # the model, its settings and the prompt to freeze anew
     switched = session_id if session_id and session_id != session.pk else None
-    return TurnStart(session, created, user_message, assistant, lease, switched, path=path)
+    return TurnStart(
+        session, created, user_message, assistant, lease, switched, path=path, profile=profile
+    )
 
 
 def _turn_session(
@@ -308,11 +348,13 @@ def _turn_session(
     choice: ModelChoice | None,
     added: int,
     now: datetime,
-) -> tuple[Session, Lease | None, bool]:
+    account: bool,
+) -> tuple[Session, Lease | None, bool, Profile | None]:
     """The conversation a turn works on, leased for the turn (None while a live turn or a
-    compression holds it), and whether it is new: a new chat's conversation is created
-    leased, started `now` with the `added` messages counted; an existing one gets its
-    counters in the lease's UPDATE."""
+    compression holds it), whether it is new, and the person's profile where read: a new
+    chat's conversation is created leased, started `now` with the `added` messages
+    counted; an existing one is read with the person's `account` (quota and profile; the
+    quota is checked before the lease) and gets its counters in the lease's UPDATE."""
     if session_id is None:
         if not new:
             raise NotFound(gettext_lazy("conversation"))
@@ -322,8 +364,13 @@ def _turn_session(
         session, lease = turn_claim.open_for_turn(
             **fields, message_count=added, started_at=now, last_activity_at=now
         )
-        return session, lease, True
-    session = access_session(user=user, session_id=session_id, with_prompt=True)
+        return session, lease, True, None
+    profile = None
+    if account:
+        session, quota, profile = turn_session_read(user=user, session_id=session_id)
+        quota_check(user=user, quota=quota)
+    else:
+        session = access_session(user=user, session_id=session_id, with_prompt=True)
     if message_id is not None:
         # An edit or a regeneration names a message of this very part: no redirect to a
         # continuation, the id must be in the session asked for.
@@ -335,7 +382,7 @@ def _turn_session(
         session_id=session.pk,
         values={"message_count": F("message_count") + added, "last_activity_at": now},
     )
-    return session, lease, False
+    return session, lease, False, profile
 
 
 def session_open(

@@ -12,7 +12,6 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from accounts.language import asaid_to
-from accounts.services import turn_account
 from core.realtime import apublish, session_group
 
 from .. import answers, branches, services
@@ -27,11 +26,10 @@ from .turn import Setup, Turn
 def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
     """`services.turn_begin`, then, with the conversation leased, the setup's reads (one trip
     to the database thread where there were two; every turn of the process queues there).
-    The quota and the profile come in one read, the path the model is sent in the claim's.
-    A chat whose model is gone is switched by the turn itself, once the tab listens."""
-    # A message answered after a compression is not counted again: no quota to read.
-    quota, profile = (None, None) if begin.get("pending") else turn_account(user=user)
-    start = services.turn_begin(user=user, quota=quota, **begin)
+    The quota and the profile come with the claim's reads, the path the model is sent in
+    the claim's. A chat whose model is gone is switched by the turn itself, once the tab
+    listens."""
+    start = services.turn_begin(user=user, **begin)
     if start.lease is None:
         return start
     try:
@@ -40,7 +38,7 @@ def turn_open(*, user: Any, **begin: Any) -> services.TurnStart:
             user=user,
             recalling=start.user_message is not None,
             may_switch=False,
-            profile=profile,
+            profile=start.profile,
             path=start.path,
         )
         if facts is not None and not facts.prompt and not memory_providers_external():
@@ -60,8 +58,7 @@ def turn_warm(*, user: Any, session_id: str) -> None:
     connection just opened between turns (core.db.renew), so that the person's next turn
     does not meet a new backend's empty catalog caches. The same statements the claim will
     run (the profile exists by then: its read writes nothing)."""
-    _quota, profile = turn_account(user=user)
-    session = services.access_session(user=user, session_id=session_id, with_prompt=True)
+    session, _quota, profile = services.turn_session_read(user=user, session_id=session_id)
     path, _tip = branches.path_with_tip(session_id=session.pk)
     turn_facts(
         session=session, user=user, recalling=False, may_switch=False, profile=profile, path=path

@@ -13,7 +13,8 @@ from django.utils import timezone
 from accounts.models import Membership, Profile
 from accounts.selectors import Quota, day_bounds
 from accounts.services import profile_get, quota_check, turn_account
-from core.exceptions import ServiceError
+from core.exceptions import NotFound, ServiceError
+from sessions_app import services
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
 
@@ -106,6 +107,33 @@ def test_a_turn_reads_its_own_persons_limits_and_profile_in_one_statement(
     # No membership of their own: the team's limits; no profile yet: made now.
     Profile.objects.filter(user=owner).delete()
     quota, profile = turn_account(user=owner)
+    assert quota == Quota(messages=2, tokens=9000)
+    assert profile.user_id == owner.pk and Profile.objects.filter(user=owner).exists()
+
+
+@pytest.mark.django_db
+def test_a_later_turn_reads_its_own_persons_limits_and_profile_with_the_conversation(
+    owner, outsider, settings
+):
+    settings.HERMES_DAILY_MESSAGE_LIMIT = 2
+    settings.HERMES_DAILY_TOKEN_LIMIT = 9000
+    Membership.objects.create(user=outsider, daily_message_limit=10, daily_token_limit=0)
+    for person in (owner, outsider):
+        profile_get(user=person)
+    Profile.objects.filter(user=outsider).update(identity="You are the outsider's agent.")
+    theirs = Session.objects.create(owner=outsider, title="Theirs")
+    with CaptureQueriesContext(connection) as queries:
+        session, quota, profile = services.turn_session_read(user=outsider, session_id=theirs.pk)
+    assert len(queries) == 1
+    assert session.pk == theirs.pk and quota == Quota(messages=10, tokens=0)
+    assert profile.user_id == outsider.pk and profile.identity == "You are the outsider's agent."
+    # Someone else's conversation is not found, whoever's account would come with it.
+    with pytest.raises(NotFound):
+        services.turn_session_read(user=owner, session_id=theirs.pk)
+    # No membership of their own: the team's limits; no profile yet: made now.
+    Profile.objects.filter(user=owner).delete()
+    mine = Session.objects.create(owner=owner, title="Mine")
+    _session, quota, profile = services.turn_session_read(user=owner, session_id=mine.pk)
     assert quota == Quota(messages=2, tokens=9000)
     assert profile.user_id == owner.pk and Profile.objects.filter(user=owner).exists()
 

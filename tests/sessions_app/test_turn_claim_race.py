@@ -52,9 +52,9 @@ def test_a_message_sent_as_the_conversation_is_split_goes_on_in_the_continuation
     owner, scripted, monkeypatch
 ):
     ended = first_turn(owner)
-    before = services.access_session(user=owner, session_id=ended.pk, with_prompt=True)
+    before = services.turn_session_read(user=owner, session_id=ended.pk)
     child = split(owner, ended)
-    stale(monkeypatch, services, "access_session", before)
+    stale(monkeypatch, services, "turn_session_read", before)
     start = turn_open(user=owner, session_id=ended.pk, text="And then?")
     assert start.lease is not None and start.session.pk == child.pk
     assert start.switched_from == ended.pk  # the tab is told where the chat went on
@@ -76,9 +76,9 @@ def test_a_message_saved_to_wait_as_the_compression_splits_goes_on_in_the_contin
     """The claim saw the compression holding the conversation (so the message was to be
     saved and wait for it); the split commits before the message is written."""
     ended = first_turn(owner)
-    before = services.access_session(user=owner, session_id=ended.pk, with_prompt=True)
+    before = services.turn_session_read(user=owner, session_id=ended.pk)
     child = split(owner, ended, compression=turn_claim.acquire_for_compression(session_id=ended.pk))
-    stale(monkeypatch, services, "access_session", before)
+    stale(monkeypatch, services, "turn_session_read", before)
     stale(monkeypatch, turn_claim, "refusal_kind", turn_claim.COMPRESS)
     start = turn_open(user=owner, session_id=ended.pk, text="While you compress")
     # Not left behind in the ended part, where the wait for the compression would never
@@ -95,9 +95,9 @@ def test_an_edit_sent_as_the_conversation_is_split_is_refused_as_closed(
 ):
     ended = first_turn(owner)
     asked = Message.objects.get(session=ended, role="user")
-    before = services.access_session(user=owner, session_id=ended.pk, with_prompt=True)
+    before = services.turn_session_read(user=owner, session_id=ended.pk)
     split(owner, ended)
-    stale(monkeypatch, services, "access_session", before)
+    stale(monkeypatch, services, "turn_session_read", before)
     with pytest.raises(services.ServiceError) as refused:
         turn_open(user=owner, session_id=ended.pk, text="Hello again", message_id=asked.pk)
     assert refused.value.code == "not_editable"
@@ -125,9 +125,9 @@ def test_a_chain_with_no_open_part_refuses_the_message_as_ended(owner, scripted,
     """Every read finds the part open and every write finds it ended (a continuation the
     claim cannot reach): refused with what happened, nothing written."""
     ended = first_turn(owner)
-    before = services.access_session(user=owner, session_id=ended.pk, with_prompt=True)
+    before = services.turn_session_read(user=owner, session_id=ended.pk)
     split(owner, ended)
-    monkeypatch.setattr(services, "access_session", lambda **kwargs: before)
+    monkeypatch.setattr(services, "turn_session_read", lambda **kwargs: before)
     with pytest.raises(services.ServiceError) as refused:
         turn_open(user=owner, session_id=ended.pk, text="Anyone?")
     assert refused.value.code == "session_ended"

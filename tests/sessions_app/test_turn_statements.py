@@ -64,7 +64,7 @@ def test_with_only_the_built_in_memory_the_claim_freezes_the_prompt_too(owner, s
     assert stored.started_at == stored.last_activity_at == start.user_message.timestamp
 
 
-def test_a_later_turn_is_claimed_and_read_in_five_or_six_statements(owner, scripted):
+def test_a_later_turn_is_claimed_and_read_in_four_or_five_statements(owner, scripted):
     first = turn_open(user=owner, session_id=None, text="Hello")
     Message.objects.filter(pk=first.assistant_message.pk).update(
         status="complete", content="Hi.", prompt_tokens=40, completion_tokens=5
@@ -72,10 +72,10 @@ def test_a_later_turn_is_claimed_and_read_in_five_or_six_statements(owner, scrip
     first.lease.release()
     with CaptureQueriesContext(connection) as queries:
         start = turn_open(user=owner, session_id=first.session.pk, text="Again")
-    # The quota with the profile; the conversation with its prompt, its lease, the path
+    # The conversation with its prompt, the quota and the profile; its lease, the path
     # (its tip is the new message's parent; the rest, the model call's messages), the two
     # new messages (one INSERT on PostgreSQL; one transaction).
-    assert counted(queries) == (6 - ONE_INSERT, 1)
+    assert counted(queries) == (5 - ONE_INSERT, 1)
     assert start.facts is not None and start.facts.messages[1:] == [
         {"role": "user", "content": "Hello"},
         {"role": "assistant", "content": "Hi."},
@@ -101,7 +101,7 @@ def test_a_later_turn_on_a_catalog_model_reads_its_entry_once(owner, scripted, s
     # The preflight asks for the model's window and the setup for the model: one read.
     entry_reads = [q for q in queries.captured_queries if "model_catalog_modelentry" in q["sql"]]
     assert len(entry_reads) == 1
-    assert counted(queries) == (7 - ONE_INSERT, 1)  # a later turn's, and the entry
+    assert counted(queries) == (6 - ONE_INSERT, 1)  # a later turn's, and the entry
     assert start.facts.model.ref == str(entry.pk)
     start.lease.release()
     # Disabled since: the next turn reads the entry anew and falls back to the default.
