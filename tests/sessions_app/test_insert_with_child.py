@@ -36,8 +36,10 @@ def stored(message):
 
 def test_the_two_rows_are_what_two_saves_write(owner):
     session = Session.objects.create(owner=owner, title="t")
+    earlier = Message.objects.create(session=session, role="assistant", content="Earlier.")
     now = timezone.now()
     asked, answer = pair(session, now)
+    asked.parent = earlier  # the message continues the path
     with CaptureQueriesContext(connection) as queries:
         insert_with_child(asked, answer, link="parent")
     assert len(queries) == (1 if connection.vendor == "postgresql" else 2)
@@ -49,6 +51,7 @@ def test_the_two_rows_are_what_two_saves_write(owner):
     assert stored(asked) == stored(saved_asked)
     assert stored(answer) == stored(saved_answer)
     assert Message.objects.get(pk=answer.pk).parent_id == asked.pk
+    assert Message.objects.get(pk=asked.pk).parent_id == earlier.pk
     assert answer.parent_id == asked.pk and answer.parent is asked
     assert not asked._state.adding and not answer._state.adding
     answer.content = "Done."
