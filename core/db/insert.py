@@ -56,7 +56,7 @@ def _pair_insert(
     second = ", ".join(_SECOND if f is pk else _FIRST if f is linked else "%s" for f in fields)
     sequence = f"pg_get_serial_sequence('{table}', '{pk.column}')"
     sql = (
-        f"WITH ids AS (SELECT nextval({sequence}) AS n FROM generate_series(1, 2))"
+        f"WITH ids AS (SELECT nextval({sequence}) AS n FROM generate_series(1, 2))"  # noqa: S608 - the model's own names
         f" INSERT INTO {quote(table)} ({', '.join(quote(f.column) for f in fields)})"
         f" VALUES ({first}), ({second}) RETURNING {quote(pk.column)}"
     )
