@@ -63,7 +63,7 @@ def turn_account(*, user: AbstractBaseUser) -> tuple[selectors.Quota, Profile]:
     """The person's daily limits (selectors.quota_for) and profile (`profile_get`) in one
     read: every chat turn needs both before its model call, and on PostgreSQL each read is
     a round trip to another process. A later turn reads them with its conversation
-    (sessions_app.services.access_session)."""
+    (sessions_app.selectors.turn_session_read)."""
     people = get_user_model()._meta.db_table
     profile, messages, tokens = first_row(
         f"{TURN_ACCOUNT_LIMITS} FROM {people} u{turn_account_joins('u.id')} WHERE u.id = %s",

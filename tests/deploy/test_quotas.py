@@ -14,7 +14,7 @@ from accounts.models import Membership, Profile
 from accounts.selectors import Quota, day_bounds
 from accounts.services import profile_get, quota_check, turn_account
 from core.exceptions import NotFound, ServiceError
-from sessions_app import services
+from sessions_app import selectors
 from sessions_app.models import Message, Session
 from tests.chat.conftest import events_until, settle
 
@@ -123,17 +123,17 @@ def test_a_later_turn_reads_its_own_persons_limits_and_profile_with_the_conversa
     Profile.objects.filter(user=outsider).update(identity="You are the outsider's agent.")
     theirs = Session.objects.create(owner=outsider, title="Theirs")
     with CaptureQueriesContext(connection) as queries:
-        session, quota, profile = services.turn_session_read(user=outsider, session_id=theirs.pk)
+        session, quota, profile = selectors.turn_session_read(user=outsider, session_id=theirs.pk)
     assert len(queries) == 1
     assert session.pk == theirs.pk and quota == Quota(messages=10, tokens=0)
     assert profile.user_id == outsider.pk and profile.identity == "You are the outsider's agent."
     # Someone else's conversation is not found, whoever's account would come with it.
     with pytest.raises(NotFound):
-        services.turn_session_read(user=owner, session_id=theirs.pk)
+        selectors.turn_session_read(user=owner, session_id=theirs.pk)
     # No membership of their own: the team's limits; no profile yet: made now.
     Profile.objects.filter(user=owner).delete()
     mine = Session.objects.create(owner=owner, title="Mine")
-    _session, quota, profile = services.turn_session_read(user=owner, session_id=mine.pk)
+    _session, quota, profile = selectors.turn_session_read(user=owner, session_id=mine.pk)
     assert quota == Quota(messages=2, tokens=9000)
     assert profile.user_id == owner.pk and Profile.objects.filter(user=owner).exists()
 
