@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -38,7 +39,7 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -187,21 +188,25 @@ def lease_acquire(
     kind: str,
     when: Q | None = None,
     values: dict[str, Any] | None = None,
+    increments: dict[str, int] | None = None,
 ) -> Lease | None:
     """Take the lease on row `pk` for `kind` of work, or None when it is held (or the row is
     gone, or does not match `when`). An expired lease, or one of a dead process of this
-    host, is taken over. `values` are written in the same UPDATE."""
+    host, is taken over. `values` are written in the same UPDATE, and `increments` added to
+    those counter columns."""
     owner = _owner_new(kind)
-    rows = model._default_manager.filter(when or Q(), pk=pk)
     now = timezone.now()
     changes = {"lease_owner": owner, "lease_expires_at": lease_deadline(now), **(values or {})}
-    if rows.filter(lease_owner="").update(**changes) == 1:
+    increments = increments or {}
+    if _take_free(model, pk, when, changes, increments) == 1:
         return Lease(model, pk, owner)
+    rows = model._default_manager.filter(when or Q(), pk=pk)
     current = rows.values_list("lease_owner", "lease_expires_at").first()
     if current is not None:
         previous, expires = current
         dead = expires is None or expires <= now or owner_is_dead_here(previous)
-        if previous and dead and rows.filter(lease_owner=previous).update(**changes) == 1:
+        counted = {name: F(name) + n for name, n in increments.items()}
+        if previous and dead and rows.filter(lease_owner=previous).update(**changes, **counted):
             logger.warning(
                 "lease taken over: %s %s from %s",
                 kind,
@@ -212,6 +217,57 @@ def lease_acquire(
             return Lease(model, pk, owner, took_over=previous)
     _owner_forget(owner)
     return None
+
+
+def _take_free(
+    model: type[models.Model],
+    pk: Any,
+    when: Q | None,
+    changes: dict[str, Any],
+    increments: dict[str, int],
+) -> int:
+    """The UPDATE that takes a free lease: the rows it changed (1 or 0). Every chat turn
+    sends it, so its statement is built once per shape (the ORM compiled the UPDATE on each
+    call, which took longer than running it) and only the values are prepared."""
+    if any(hasattr(value, "resolve_expression") for value in changes.values()):
+        raise TypeError("a lease's values are plain values; add to a counter with `increments`")
+    sql, fields, when_params = _free_update(model, when, tuple(changes), tuple(increments))
+    params = [
+        *(f.get_db_prep_save(changes[f.name], connection=connection) for f in fields),
+        *increments.values(),
+        model._meta.pk.get_db_prep_value(pk, connection),
+        *when_params,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+@functools.cache
+def _free_update(
+    model: type[models.Model], when: Q | None, names: tuple[str, ...], counters: tuple[str, ...]
+) -> tuple[str, list[models.Field], tuple[Any, ...]]:
+    """`_take_free`'s statement, the fields whose values it binds in order, and the values
+    of its `when` condition (compiled by the ORM, once)."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    fields = [meta.get_field(name) for name in names]
+    counted = [meta.get_field(name).column for name in counters]
+    sets = [f"{quote(f.column)} = %s" for f in fields]
+    sets += [f"{quote(column)} = {quote(column)} + %s" for column in counted]
+    condition, when_params = "", ()
+    if when is not None:
+        query = model._default_manager.filter(when).query
+        if len(query.alias_map) > 1:
+            raise ValueError("a lease's condition is on the row's own columns")
+        where, when_params = query.get_compiler(connection=connection).compile(query.where)
+        condition = f" AND {where}"
+    table = quote(meta.db_table)
+    sql = (
+        f"UPDATE {table} SET {', '.join(sets)} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608 - the model's own names
+        f" AND {quote('lease_owner')} = ''{condition}"
+    )
+    return sql, fields, tuple(when_params)
 
 
 def lease_insert(model: type[M], /, *, kind: str, **fields: Any) -> tuple[M, Lease]:

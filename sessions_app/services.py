@@ -314,7 +314,8 @@ def _turn_session(
         session = compression_tip(session)
     lease = turn_claim.acquire_for_turn(
         session_id=session.pk,
-        values={"message_count": F("message_count") + added, "last_activity_at": now},
+        values={"last_activity_at": now},
+        increments={"message_count": added},
     )
     return session, lease, False, profile
 

@@ -26,20 +26,29 @@ TURN = "turn"
 COMPRESS = "compress"
 #: refusal_kind: a compression ended this part; the chat goes on in its continuation.
 SPLIT = "split"
+#: A part a compression has not ended (a turn's lease's condition, built once).
+_OPEN = ~Q(end_reason=Session.EndReason.COMPRESSION)
 
 
-def acquire_for_turn(*, session_id: str, values: dict[str, Any] | None = None) -> Lease | None:
+def acquire_for_turn(
+    *,
+    session_id: str,
+    values: dict[str, Any] | None = None,
+    increments: dict[str, int] | None = None,
+) -> Lease | None:
     """Lease the conversation for a chat turn (or a change to its messages); None while a
     live turn or compression holds it, and for a part a compression ended: the UPDATE sees
     the row as committed when it runs, so a split committed after the caller read the
     conversation (PostgreSQL reads each statement's own snapshot) refuses it here.
-    `values` are written to the conversation in the same UPDATE."""
+    `values` are written to the conversation in the same UPDATE, `increments` added to its
+    counters."""
     return lease_acquire(
         Session,
         session_id,
         kind=TURN,
-        when=~Q(end_reason=Session.EndReason.COMPRESSION),
+        when=_OPEN,
         values=values,
+        increments=increments,
     )
 
 

@@ -25,7 +25,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from core.leases import (
@@ -173,8 +173,8 @@ def summary_run(*, summary_id: int) -> str:
         values={
             "status": Status.RUNNING,
             "claimed_at": timezone.now(),
-            "attempts": F("attempts") + 1,
         },
+        increments={"attempts": 1},
     )
     if lease is None:
         raise_if_held(SearchSummary, summary_id, working=Q(status=Status.RUNNING))
