@@ -194,6 +194,8 @@ def lease_acquire(
     gone, or does not match `when`). An expired lease, or one of a dead process of this
     host, is taken over. `values` are written in the same UPDATE, and `increments` added to
     those counter columns."""
+    if any(hasattr(value, "resolve_expression") for value in (values or {}).values()):
+        raise TypeError("a lease's values are plain values; add to a counter with `increments`")
     owner = _owner_new(kind)
     now = timezone.now()
     changes = {"lease_owner": owner, "lease_expires_at": lease_deadline(now), **(values or {})}
@@ -229,8 +231,6 @@ def _take_free(
     """The UPDATE that takes a free lease: the rows it changed (1 or 0). Every chat turn
     sends it, so its statement is built once per shape (the ORM compiled the UPDATE on each
     call, which took longer than running it) and only the values are prepared."""
-    if any(hasattr(value, "resolve_expression") for value in changes.values()):
-        raise TypeError("a lease's values are plain values; add to a counter with `increments`")
     sql, fields, when_params = _free_update(model, when, tuple(changes), tuple(increments))
     params = [
         *(f.get_db_prep_save(changes[f.name], connection=connection) for f in fields),

@@ -47,6 +47,40 @@ def test_a_free_conversation_is_leased_once(session: Session) -> None:
     assert turn_claim.holder_kind(session_id=session.pk) == "turn"
 
 
+def test_a_lease_writes_its_values_and_counters_in_its_update(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(message_count=4)
+    when = timezone.now() - timedelta(hours=1)
+    lease = turn_claim.acquire_for_turn(
+        session_id=session.pk, values={"last_activity_at": when}, increments={"message_count": 2}
+    )
+    stored = Session.objects.get(pk=session.pk)
+    assert lease is not None and stored.lease_owner == lease.owner
+    assert stored.message_count == 6 and stored.last_activity_at == when
+    # Refused (held): nothing moves.
+    assert (
+        turn_claim.acquire_for_turn(session_id=session.pk, increments={"message_count": 2}) is None
+    )
+    assert Session.objects.get(pk=session.pk).message_count == 6
+    lease.release()
+    # A part a compression ended is not leased, and its counters stay.
+    Session.objects.filter(pk=session.pk).update(end_reason=Session.EndReason.COMPRESSION)
+    assert (
+        turn_claim.acquire_for_turn(session_id=session.pk, increments={"message_count": 2}) is None
+    )
+    assert Session.objects.get(pk=session.pk).message_count == 6
+
+
+def test_a_lease_refuses_an_expression_among_its_values(session: Session) -> None:
+    from django.db.models import F
+
+    held = set(leases._held)
+    with pytest.raises(TypeError, match="increments"):
+        turn_claim.acquire_for_turn(
+            session_id=session.pk, values={"message_count": F("message_count") + 1}
+        )
+    assert owner_of(session) == "" and leases._held == held  # no owner was made for it
+
+
 def test_a_new_chats_conversation_is_inserted_leased_for_its_first_turn(owner: Any) -> None:
     started = turn_claim.open_for_turn(owner=owner, title="New", message_count=2)
     session, lease = started
