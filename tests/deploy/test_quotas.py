@@ -89,16 +89,22 @@ def test_a_personal_limit_beats_the_team_default_and_zero_means_none(owner, outs
         quota_check(user=outsider)
 
 
-@pytest.mark.django_db
-def test_a_turn_reads_its_own_persons_limits_and_profile_in_one_statement(
-    owner, outsider, settings
-):
+@pytest.fixture
+def two_accounts(owner, outsider, settings):
+    """The team's limits (2 messages, 9,000 tokens); the outsider's own (10, none) and an
+    identity of their own; both have the profile made when they signed up."""
     settings.HERMES_DAILY_MESSAGE_LIMIT = 2
     settings.HERMES_DAILY_TOKEN_LIMIT = 9000
     Membership.objects.create(user=outsider, daily_message_limit=10, daily_token_limit=0)
     for person in (owner, outsider):
         profile_get(user=person)  # made when they signed up
     Profile.objects.filter(user=outsider).update(identity="You are the outsider's agent.")
+
+
+@pytest.mark.django_db
+def test_a_turn_reads_its_own_persons_limits_and_profile_in_one_statement(
+    owner, outsider, two_accounts
+):
     with CaptureQueriesContext(connection) as queries:
         quota, profile = turn_account(user=outsider)
     assert len(queries) == 1
@@ -113,14 +119,8 @@ def test_a_turn_reads_its_own_persons_limits_and_profile_in_one_statement(
 
 @pytest.mark.django_db
 def test_a_later_turn_reads_its_own_persons_limits_and_profile_with_the_conversation(
-    owner, outsider, settings
+    owner, outsider, two_accounts
 ):
-    settings.HERMES_DAILY_MESSAGE_LIMIT = 2
-    settings.HERMES_DAILY_TOKEN_LIMIT = 9000
-    Membership.objects.create(user=outsider, daily_message_limit=10, daily_token_limit=0)
-    for person in (owner, outsider):
-        profile_get(user=person)
-    Profile.objects.filter(user=outsider).update(identity="You are the outsider's agent.")
     theirs = Session.objects.create(owner=outsider, title="Theirs")
     with CaptureQueriesContext(connection) as queries:
         session, quota, profile = selectors.turn_session_read(user=outsider, session_id=theirs.pk)
