@@ -233,7 +233,10 @@ def _take_free(
     call, which took longer than running it) and only the values are prepared."""
     sql, fields, when_params = _free_update(model, when, tuple(changes), tuple(increments))
     params = [
-        *(f.get_db_prep_save(changes[f.name], connection=connection) for f in fields),
+        *(
+            f.get_db_prep_save(value, connection=connection)
+            for f, value in zip(fields, changes.values(), strict=True)
+        ),
         *increments.values(),
         model._meta.pk.get_db_prep_value(pk, connection),
         *when_params,

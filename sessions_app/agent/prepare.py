@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from accounts.language import asaid_to
 from core.realtime import apublish, session_group
 
-from .. import answers, branches, services
+from .. import answers, branches, selectors, services
 from ..compression import COMPRESSED_NOTICE
 from ..models import API_SOURCE
 from .extensions import MemoryProviders, memory_providers_external, memory_providers_for
@@ -58,7 +58,7 @@ def turn_warm(*, user: Any, session_id: str) -> None:
     connection just opened between turns (core.db.renew), so that the person's next turn
     does not meet a new backend's empty catalog caches. The same statements the claim will
     run (the profile exists by then: its read writes nothing)."""
-    session, _quota, profile = services.turn_session_read(user=user, session_id=session_id)
+    session, _quota, profile = selectors.turn_session_read(user=user, session_id=session_id)
     path, _tip = branches.path_with_tip(session_id=session.pk)
     turn_facts(
         session=session, user=user, recalling=False, may_switch=False, profile=profile, path=path
